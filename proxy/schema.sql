@@ -1,0 +1,125 @@
+-- acp-proxy recordings schema. Numbered migrations, applied in order, each once; the
+-- number reached is kept in schema_version. Never edit a released migration: add one.
+-- Documented in docs/storage.md.
+
+-- migration: 1
+CREATE TABLE captures (
+    id              INTEGER PRIMARY KEY,
+    uid             TEXT NOT NULL UNIQUE,      -- stable id (spill files refer to it)
+    transport       TEXT NOT NULL,             -- 'stdio', 'ws', 'ws-stdio', 'stdio-ws'
+    agent_command   TEXT,                      -- JSON array of argv
+    cwd             TEXT,
+    upstream_url    TEXT,
+    listen_url      TEXT,
+    pid             INTEGER,                   -- the agent's pid (stdio)
+    proxy_pid       INTEGER,
+    started_at      TEXT NOT NULL,             -- ISO 8601 UTC wall time
+    started_ns      INTEGER NOT NULL,          -- monotonic ns at start (t_ns is relative to it)
+    ended_at        TEXT,
+    ended_ns        INTEGER,
+    exit_code       INTEGER,
+    exit_signal     INTEGER,
+    protocol_version INTEGER,
+    client_info     TEXT,                      -- JSON: clientInfo (v1) / info (v2)
+    agent_info      TEXT,                      -- JSON: agentInfo (v1) / info (v2)
+    client_capabilities TEXT,
+    agent_capabilities TEXT,
+    proxy_version   TEXT NOT NULL,
+    label           TEXT,
+    message_count   INTEGER NOT NULL DEFAULT 0,
+    lost_count      INTEGER NOT NULL DEFAULT 0  -- frames known lost (see events 'gap')
+);
+
+CREATE TABLE messages (
+    id              INTEGER PRIMARY KEY,
+    capture_id      INTEGER NOT NULL REFERENCES captures(id),
+    seq             INTEGER NOT NULL,          -- arrival order at the proxy, both directions
+    direction       TEXT NOT NULL,             -- 'c2a' client→agent, 'a2c' agent→client
+    t_ns            INTEGER NOT NULL,          -- monotonic ns since the capture started
+    raw             BLOB NOT NULL,             -- exact bytes, without the '\n' terminator
+    terminated      INTEGER NOT NULL,          -- 1 when a '\n' followed it (stdio)
+    opcode          TEXT,                      -- 'text' / 'binary' (WebSocket), NULL (stdio)
+    size            INTEGER NOT NULL,
+    kind            TEXT NOT NULL,             -- request notification response error batch invalid
+    method          TEXT,
+    msg_id          TEXT,                      -- the id as JSON text: 1 and "1" differ
+    session_id      TEXT,
+    update_kind     TEXT,                      -- params.update.sessionUpdate
+    tool_call_id    TEXT,
+    terminal_id     TEXT,
+    error_code      INTEGER,
+    anomalies       TEXT,                      -- comma-separated, NULL when none
+    request_seq     INTEGER,                   -- on a response: the seq of its request
+    latency_ns      INTEGER,                   -- on a response: time since its request
+    UNIQUE (capture_id, seq)
+);
+
+-- Entries of JSON-RPC batch frames (v2, PROTOCOL.md §2.2); the frame itself is in messages.
+CREATE TABLE batch_items (
+    capture_id      INTEGER NOT NULL,
+    seq             INTEGER NOT NULL,
+    idx             INTEGER NOT NULL,
+    kind            TEXT NOT NULL,
+    method          TEXT,
+    msg_id          TEXT,
+    session_id      TEXT,
+    update_kind     TEXT,
+    tool_call_id    TEXT,
+    terminal_id     TEXT,
+    error_code      INTEGER,
+    request_seq     INTEGER,
+    latency_ns      INTEGER,
+    PRIMARY KEY (capture_id, seq, idx)
+);
+
+CREATE TABLE stderr (
+    id              INTEGER PRIMARY KEY,
+    capture_id      INTEGER NOT NULL REFERENCES captures(id),
+    t_ns            INTEGER NOT NULL,
+    data            BLOB NOT NULL              -- exact bytes as read from the agent's stderr
+);
+
+CREATE TABLE events (
+    id              INTEGER PRIMARY KEY,
+    capture_id      INTEGER NOT NULL REFERENCES captures(id),
+    t_ns            INTEGER NOT NULL,
+    kind            TEXT NOT NULL,             -- spawn exit signal eof close connect spill gap ...
+    detail          TEXT                       -- JSON
+);
+
+CREATE INDEX messages_capture_method ON messages (capture_id, method);
+CREATE INDEX stderr_capture ON stderr (capture_id);
+CREATE INDEX events_capture ON events (capture_id);
+
+-- A request with its response, latency in milliseconds.
+CREATE VIEW requests AS
+SELECT q.capture_id, q.seq, q.direction, q.method, q.msg_id, q.session_id,
+       r.seq AS response_seq, r.kind AS outcome, r.error_code,
+       r.latency_ns / 1e6 AS latency_ms
+FROM messages q
+LEFT JOIN messages r
+  ON r.capture_id = q.capture_id AND r.request_seq = q.seq
+WHERE q.kind = 'request';
+
+-- ACP sessions seen in each capture.
+CREATE VIEW sessions AS
+SELECT capture_id, session_id, MIN(seq) AS first_seq, MAX(seq) AS last_seq,
+       COUNT(*) AS messages,
+       SUM(method = 'session/prompt' AND kind = 'request') AS prompts
+FROM messages WHERE session_id IS NOT NULL
+GROUP BY capture_id, session_id;
+
+-- Every frame that carried a tool call id, in order.
+CREATE VIEW tool_call_frames AS
+SELECT capture_id, session_id, tool_call_id, seq, direction, method, update_kind, t_ns
+FROM messages WHERE tool_call_id IS NOT NULL;
+
+-- Text of frames, for ad-hoc queries (json_extract(text, '$.params...')).
+CREATE VIEW frames AS
+SELECT capture_id, seq, direction, t_ns / 1e6 AS t_ms, kind, method, msg_id, session_id,
+       update_kind, anomalies, CAST(raw AS TEXT) AS text
+FROM messages;
+
+-- migration: 2
+CREATE INDEX messages_request_seq ON messages (capture_id, request_seq)
+  WHERE request_seq IS NOT NULL;
