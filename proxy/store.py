@@ -32,7 +32,7 @@ __all__ = [
     "schema_migrations",
 ]
 
-BUSY_TIMEOUT_MS = 10_000
+BUSY_TIMEOUT_MS = int(os.environ.get("ACP_PROXY_BUSY_TIMEOUT_MS", "10000"))
 
 
 def default_db_path() -> Path:
