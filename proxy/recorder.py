@@ -130,11 +130,18 @@ class Tap:
         self.writer._q.put(("eos", self, direction, time.monotonic_ns()), 0)
 
     def message(
-        self, direction: Direction, data: bytes, opcode: Opcode | None, t_ns: int | None = None
+        self,
+        direction: Direction,
+        data: bytes,
+        opcode: Opcode | None,
+        t_ns: int | None = None,
+        *,
+        terminated: bool = False,
     ) -> None:
-        """One whole message (WebSocket)."""
+        """One whole message (WebSocket). ``terminated``: a stdio leg of a bridge carried it
+        as a line ending in ``\\n``."""
         t = time.monotonic_ns() if t_ns is None else t_ns
-        self.writer._q.put(("msg", self, direction, t, data, opcode), len(data))
+        self.writer._q.put(("msg", self, direction, t, data, opcode, terminated), len(data))
 
     def stderr(self, data: bytes, t_ns: int | None = None) -> None:
         t = time.monotonic_ns() if t_ns is None else t_ns
@@ -258,8 +265,8 @@ class Writer:
                 for piece in framer.end():
                     self._frame(b, tap, direction, t, piece.raw, False, None, ("unterminated",))
         elif op == "msg":
-            _, _, direction, t, data, opcode = item
-            self._frame(b, tap, direction, t, data, False, opcode, ())
+            _, _, direction, t, data, opcode, terminated = item
+            self._frame(b, tap, direction, t, data, terminated, opcode, ())
         elif op == "stderr":
             b.stderr.append((tap, tap.rel(item[2]), item[3]))
         elif op == "event":
