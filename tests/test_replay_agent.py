@@ -1,0 +1,243 @@
+"""``replay agent``: a recording stands in for the agent, over stdio, for real clients."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import PROTOCOL_VERSION, Client, spawn_agent_process, text_block
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    CreateTerminalResponse,
+    FileSystemCapabilities,
+    Implementation,
+    ReadTextFileResponse,
+    ReleaseTerminalResponse,
+    RequestPermissionResponse,
+    ResourceContentBlock,
+    SessionNotification,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
+    WriteTextFileResponse,
+)
+from test_replay_support import (
+    DEMO_AGENT,
+    DEMO_CLIENT,
+    agent_values,
+    replay_agent_cmd,
+    session_cwd,
+    without_cwd,
+)
+
+from proxy.demo import proxy_argv, run_demo
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One recorded demo session (the original), shared by the tests of this module."""
+    db = tmp_path_factory.mktemp("replay-agent") / "demo.sqlite"
+    run_demo(db)
+    return db
+
+
+def test_demo_client_sees_the_recorded_session(demo_db: Path, tmp_path: Path) -> None:
+    """The demo client, run against the replay (recorded through the proxy), receives
+    exactly what the demo agent sent, with its own workspace path in place of the old one."""
+    seen = tmp_path / "seen.sqlite"
+    workspace = tmp_path / "ws"
+    replay = replay_agent_cmd(demo_db, "--", *DEMO_AGENT)
+    r = subprocess.run(
+        [*DEMO_CLIENT, "--workspace", str(workspace), "--", *proxy_argv(seen, *replay)],
+        capture_output=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr.decode()
+    assert b"the replay ran clean" in r.stderr
+    assert b"turn 2 ended: cancelled" in r.stderr
+    original = without_cwd(agent_values(demo_db), session_cwd(demo_db))
+    replayed = without_cwd(agent_values(seen), str(workspace))
+    assert replayed == original
+    assert '"debug": true' in (workspace / "config.json").read_text()
+
+
+class SdkClient(Client):
+    """An editor written with the official SDK: answers for real, collects updates."""
+
+    def __init__(self, workspace: Path, *, permission: str = "allow") -> None:
+        self.workspace = workspace
+        self.permission = permission
+        self.updates: list[dict[str, Any]] = []
+        self.notes: list[str] = []
+        self.cancel: asyncio.Event = asyncio.Event()
+        self.terminals: dict[str, subprocess.CompletedProcess[bytes]] = {}
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: Any, **kwargs: Any
+    ) -> RequestPermissionResponse:
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=self.permission)
+        )
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        dumped = update.model_dump(mode="json", by_alias=True, exclude_none=True)
+        self.updates.append(dumped)
+        if dumped.get("content", {}).get("text", "").startswith("step 2"):
+            self.cancel.set()
+
+    async def read_text_file(
+        self, session_id: str, path: str, **kwargs: Any
+    ) -> ReadTextFileResponse:
+        return ReadTextFileResponse(content=Path(path).read_text())
+
+    async def write_text_file(
+        self, session_id: str, path: str, content: str, **kwargs: Any
+    ) -> WriteTextFileResponse:
+        Path(path).write_text(content)
+        return WriteTextFileResponse()
+
+    async def create_terminal(
+        self, session_id: str, command: str, args: Any = None, **kwargs: Any
+    ) -> CreateTerminalResponse:
+        done = await asyncio.to_thread(
+            subprocess.run, [command, *(args or [])], capture_output=True, timeout=30
+        )
+        self.terminals["term_1"] = done
+        return CreateTerminalResponse(terminal_id="term_1")
+
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> WaitForTerminalExitResponse:
+        return WaitForTerminalExitResponse(exit_code=self.terminals[terminal_id].returncode)
+
+    async def terminal_output(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> TerminalOutputResponse:
+        done = self.terminals[terminal_id]
+        return TerminalOutputResponse(
+            output=done.stdout.decode(),
+            truncated=False,
+            exit_status=TerminalExitStatus(exit_code=done.returncode),
+        )
+
+    async def release_terminal(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> ReleaseTerminalResponse:
+        return ReleaseTerminalResponse()
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        self.notes.append(method)
+
+
+async def _sdk_session(command: list[str], workspace: Path) -> tuple[SdkClient, list[Any]]:
+    (workspace / "config.json").write_text('{\n  "debug": false,\n  "name": "demo"\n}\n')
+    client = SdkClient(workspace)
+    results: list[Any] = []
+    async with spawn_agent_process(client, command[0], *command[1:]) as (conn, _proc):
+        init = await conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                terminal=True,
+            ),
+            client_info=Implementation(name="sdk-editor", version="9.9"),
+        )
+        results.append(init.agent_info.name if init.agent_info else None)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        sid = session.session_id
+        first = await conn.prompt(
+            session_id=sid,
+            prompt=[
+                text_block("Turn on debug mode in config.json and run the tests."),
+                ResourceContentBlock(
+                    type="resource_link", uri=f"file://{workspace}/config.json", name="config.json"
+                ),
+            ],
+        )
+        results.append(first.stop_reason)
+        results.append(await conn.ext_method("demo.acp-proxy/stats", {"sessionId": sid}))
+        await conn.ext_notification("demo.acp-proxy/client_note", {"note": "custom notification"})
+        second = asyncio.ensure_future(
+            conn.prompt(session_id=sid, prompt=[text_block("Now refactor everything.")])
+        )
+        await asyncio.wait_for(client.cancel.wait(), 20)
+        await conn.cancel(session_id=sid)
+        results.append((await asyncio.wait_for(second, 20)).stop_reason)
+    return client, results
+
+
+async def test_sdk_client_sees_the_recorded_updates_and_results(
+    demo_db: Path, tmp_path: Path
+) -> None:
+    """An SDK editor (another clientInfo, its own ids and workspace) gets every recorded
+    update, the recorded results and stop reasons, and the agent's requests with paths
+    under its own workspace."""
+    client, results = await _sdk_session(replay_agent_cmd(demo_db), tmp_path)
+    assert results == [
+        "demo-agent",
+        "end_turn",
+        {"prompts": 1, "uptimeMs": 12, "_meta": {"demo.acp-proxy/custom": True}},
+        "cancelled",
+    ]
+    cwd = session_cwd(demo_db)
+    recorded = [
+        SessionNotification.model_validate(v["params"]).update.model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        )
+        for v in agent_values(demo_db)
+        if v.get("method") == "session/update"
+    ]
+    assert without_cwd(client.updates, str(tmp_path)) == without_cwd(recorded, cwd)
+    assert client.notes == ["demo.acp-proxy/progress"]
+    assert '"debug": true' in (tmp_path / "config.json").read_text()
+
+
+def test_unknown_request_gets_an_error_naming_the_closest(demo_db: Path) -> None:
+    lines = [
+        {"jsonrpc": "2.0", "id": "a", "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "id": "b", "method": "session/new",
+         "params": {"cwd": "/nowhere/ws", "mcpServers": []}},
+        {"jsonrpc": "2.0", "id": "c", "method": "session/prompt",
+         "params": {"sessionId": "sess_demo_1", "prompt": [{"type": "text", "text": "Hi"}]}},
+        {"jsonrpc": "2.0", "id": 7, "method": "session/list", "params": {}},
+    ]  # fmt: skip
+    r = subprocess.run(
+        replay_agent_cmd(demo_db),
+        input=b"".join(json.dumps(v).encode() + b"\n" for v in lines),
+        capture_output=True,
+        timeout=30,
+    )
+    assert r.returncode == 1
+    out = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [o["id"] for o in out] == ["a", "b", "c", 7]
+    assert out[1]["result"]["sessionId"] == "sess_demo_1"
+    prompt_error = out[2]["error"]
+    assert prompt_error["code"] == -32602
+    assert "closest recorded request is #4 request session/prompt [2]" in prompt_error["message"]
+    assert "params.prompt" in prompt_error["message"]
+    assert prompt_error["data"]["closest"] == {"seq": 4, "method": "session/prompt"}
+    assert out[3]["error"]["code"] == -32601
+    assert "session/list" in out[3]["error"]["message"]
+    err = r.stderr.decode()
+    assert "no recorded answer for session/prompt" in err
+    assert "no recorded answer for session/list" in err
+    assert "did not run clean" in err
+
+
+def test_trailing_agent_command_is_ignored_and_stdout_is_protocol_only(demo_db: Path) -> None:
+    init = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}\n'
+    r = subprocess.run(
+        [*replay_agent_cmd(demo_db), "--", "no-such-agent", "--flag", "1"],
+        input=init,
+        capture_output=True,
+        timeout=30,
+    )
+    lines = r.stdout.splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["result"]["protocolVersion"] == 1
+    assert b"never sent" in r.stderr  # the rest of the session did not happen: not clean
+    assert r.returncode == 1
