@@ -109,11 +109,11 @@ def decode(raw: bytes) -> Any:
 def classify(raw: bytes) -> Info:
     """Derive a frame's kind and fields; never raises."""
     anomalies: list[str] = []
-    if raw.endswith(b"\r"):
+    if raw[-1:] == b"\r":
         anomalies.append("crlf")
-    if raw.startswith(BOM):
+    if raw[:3] == BOM:
         anomalies.append("bom")
-    body = _body(raw)
+    body = raw if raw[:1] == b"{" and raw[-1:] == b"}" else _body(raw)
     if not body:
         anomalies.append("empty")
         return Info(Kind.INVALID, anomalies=anomalies)
@@ -187,68 +187,95 @@ def _dedupe(items: list[str]) -> list[str]:
 
 
 def _message(value: Any, anomalies: list[str]) -> Info:
-    if not isinstance(value, dict):
+    # Hot path (one call per recorded frame): plain lookups, one Info built at the end.
+    if value.__class__ is not dict:
         anomalies.append("not_jsonrpc")
-        return Info(Kind.INVALID, anomalies=anomalies, value=value)
-    if value.get("jsonrpc") != "2.0":
+        return Info(Kind.INVALID, None, None, None, None, None, None, None, anomalies, None, value)
+    get = value.get
+    if get("jsonrpc") != "2.0":
         anomalies.append("no_version")
-    method = value.get("method")
-    if not isinstance(method, str):
+    method = get("method")
+    if method.__class__ is not str:
         method = None
+    ident = None
     has_id = "id" in value
-    ident = id_token(value["id"]) if has_id else None
-    info = Info(Kind.INVALID, method=method, id=ident, anomalies=anomalies, value=value)
-    params = value.get("params")
+    if has_id:
+        raw_id = value["id"]
+        ident = str(raw_id) if raw_id.__class__ is int else id_token(raw_id)
+    session = update_kind = tool_call = terminal = error_code = None
     if method is not None:
-        info.kind = Kind.REQUEST if has_id else Kind.NOTIFICATION
-        if isinstance(params, dict):
-            _from_params(info, params)
+        kind = Kind.REQUEST if has_id else Kind.NOTIFICATION
+        params = get("params")
+        if params.__class__ is dict:
+            session, update_kind, tool_call, terminal = _from_params(params)
     elif has_id and "error" in value:
-        info.kind = Kind.ERROR
+        kind = Kind.ERROR
         error = value["error"]
-        if isinstance(error, dict):
+        if error.__class__ is dict:
             code = error.get("code")
-            if isinstance(code, int) and not isinstance(code, bool):
-                info.error_code = code if -(2**63) <= code < 2**63 else None
+            if code.__class__ is int and -(2**63) <= code < 2**63:
+                error_code = code
     elif has_id and "result" in value:
-        info.kind = Kind.RESPONSE
+        kind = Kind.RESPONSE
         result = value["result"]
-        if isinstance(result, dict):
-            sid = result.get("sessionId")
-            if isinstance(sid, str):
-                info.session_id = sid
-            tid = result.get("terminalId")
-            if isinstance(tid, str):
-                info.terminal_id = tid
+        if result.__class__ is dict:
+            session = _str(result, "sessionId")
+            terminal = _str(result, "terminalId")
     else:
+        kind = Kind.INVALID
         anomalies.append("not_jsonrpc")
-    return info
+    return Info(
+        kind,
+        method,
+        ident,
+        session,
+        update_kind,
+        tool_call,
+        terminal,
+        error_code,
+        anomalies,
+        None,
+        value,
+    )
 
 
 def _str(d: dict[str, Any], key: str) -> str | None:
     v = d.get(key)
-    return v if isinstance(v, str) else None
+    return v if v.__class__ is str else None
 
 
-def _from_params(info: Info, params: dict[str, Any]) -> None:
-    info.session_id = _str(params, "sessionId")
-    info.tool_call_id = _str(params, "toolCallId")
-    info.terminal_id = _str(params, "terminalId")
-    update = params.get("update")
-    if isinstance(update, dict):  # session/update (PROTOCOL.md §5)
-        info.update_kind = _str(update, "sessionUpdate")
-        info.tool_call_id = _str(update, "toolCallId") or info.tool_call_id
-        info.terminal_id = _str(update, "terminalId") or info.terminal_id
-    tool_call = params.get("toolCall")  # v1 session/request_permission (§6.4)
-    if isinstance(tool_call, dict):
-        info.tool_call_id = _str(tool_call, "toolCallId") or info.tool_call_id
-    subject = params.get("subject")  # v2 session/request_permission (§6.4)
-    if isinstance(subject, dict):
-        info.tool_call_id = _str(subject, "toolCallId") or info.tool_call_id
-        info.terminal_id = _str(subject, "terminalId") or info.terminal_id
+def _from_params(
+    params: dict[str, Any],
+) -> tuple[str | None, str | None, str | None, str | None]:
+    """(session id, update kind, tool call id, terminal id) from request params."""
+    get = params.get
+    session = get("sessionId")
+    if session.__class__ is not str:
+        session = None
+    update_kind = tool_call = terminal = None
+    if "toolCallId" in params:
+        tool_call = _str(params, "toolCallId")
+    if "terminalId" in params:
+        terminal = _str(params, "terminalId")
+    update = get("update")
+    if update.__class__ is dict:  # session/update (PROTOCOL.md §5)
+        update_kind = _str(update, "sessionUpdate")
+        if "toolCallId" in update:
+            tool_call = _str(update, "toolCallId") or tool_call
+        if "terminalId" in update:
+            terminal = _str(update, "terminalId") or terminal
+        return session, update_kind, tool_call, terminal
+    tc = get("toolCall")  # v1 session/request_permission (§6.4)
+    if tc.__class__ is dict:
+        tool_call = _str(tc, "toolCallId") or tool_call
+    subject = get("subject")  # v2 session/request_permission (§6.4)
+    if subject.__class__ is dict:
+        tool_call = _str(subject, "toolCallId") or tool_call
+        terminal = _str(subject, "terminalId") or terminal
         inner = subject.get("toolCall")
-        if isinstance(inner, dict):
-            info.tool_call_id = _str(inner, "toolCallId") or info.tool_call_id
+        if inner.__class__ is dict:
+            tool_call = _str(inner, "toolCallId") or tool_call
+    return session, update_kind, tool_call, terminal
 
 
 class _RawNumber(str):
