@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from .cli import CONTEXT, _db, db_option, handle_errors, json_option, main
+from .cli import CONTEXT, _db, _dump, db_option, handle_errors, json_option, main
 
 __all__ = ["replay"]
 
@@ -108,17 +108,75 @@ def replay_agent(
     os._exit(0 if ok else 1)
 
 
-@replay.command(
-    "client",
-    context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_interspersed_args": False},
-)
+@replay.command("client", cls=_DashDashCommand, context_settings=CONTEXT)
 @db_option
 @json_option
 @click.argument("capture", required=False)
-@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="PATH",
+    help="A JSON path in messages to leave out of the comparison (repeatable), "
+    "e.g. params.update.title or params.content; * matches any key or index.",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Seconds to wait for the agent to reach each recorded point.",
+)
+@click.option(
+    "--cwd",
+    "cwd",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Run the agent here, and put this directory where the recording's workspace was.",
+)
 @handle_errors
 def replay_client(
-    db: Path | None, as_json: bool, capture: str | None, command: tuple[str, ...]
+    db: Path | None,
+    as_json: bool,
+    capture: str | None,
+    ignore: tuple[str, ...],
+    timeout: float,
+    cwd: Path | None,
 ) -> None:
-    """Stand in for the client: drive a real agent with a recording and diff the runs."""
-    raise click.UsageError("not available yet")
+    """Stand in for the client: drive a real agent with a recording and compare the runs.
+
+    The recorded client's requests and notifications are sent at their recorded points,
+    the agent's requests (permission, fs, terminal) are answered from the recording, and
+    the new run is recorded as a new capture. Then both runs are compared: messages and
+    update kinds per turn, tool calls and their statuses, stop reasons, errors, files
+    written. Exits 0 when they agree, 1 when they diverge (a CI gate).
+    CAPTURE is a capture id (default: the latest), a uid prefix, or a jsonl export file.
+
+    \b
+    Example (in CI, against a checked-in recording):
+        acp-proxy replay client recordings/fix-bug.jsonl --db /tmp/ci.sqlite -- my-agent
+    """
+    from .replay import load_recording
+    from .replay_run import replay_client as run
+
+    argv = click.get_current_context().meta.get("after_dash_dash") or []
+    if not argv:
+        raise click.UsageError("no agent command given (usage: acp-proxy replay client -- CMD ...)")
+    if timeout <= 0:
+        raise click.UsageError("--timeout must be more than zero seconds")
+    path = _db(db)
+    recording = load_recording(capture, path)
+    outcome = run(
+        recording,
+        argv,
+        path,
+        ignore=ignore,
+        timeout=timeout,
+        cwd=str(cwd.resolve()) if cwd is not None else None,
+    )
+    if as_json:
+        _dump(outcome.to_json())
+    else:
+        for line in outcome.report():
+            click.echo(line)
+    sys.stdout.flush()
+    raise SystemExit(1 if outcome.diverged else 0)

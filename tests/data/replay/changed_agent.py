@@ -1,0 +1,41 @@
+"""The demo agent with one deliberate change, for replay tests (``changed_agent.py MODE``).
+
+MODE: ``status`` (the test run's tool call fails), ``stop`` (turn 1 ends with ``refusal``),
+``title`` (a tool call has another title), ``ask`` (it also reads a file it never read before).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from proxy.demo import agent as demo
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "status"
+
+
+class Changed(demo.Agent):
+    def update(self, update: dict[str, Any], **extra: Any) -> None:
+        if MODE == "status" and update.get("toolCallId") == "call_test":
+            if update.get("status") == "completed":
+                update = {**update, "status": "failed"}
+        if MODE == "title" and update.get("title") == "Read config.json":
+            update = {**update, "title": "Read the configuration"}
+        super().update(update, **extra)
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        if MODE == "ask" and method == "fs/read_text_file":
+            extra = {**params, "path": params["path"].replace("config.json", "secrets.env")}
+            try:
+                super().call(method, extra)
+            except RuntimeError:
+                pass  # the replay has no answer for it: carry on as before
+        return super().call(method, params)
+
+    def first_turn(self) -> str:
+        stop = super().first_turn()
+        return "refusal" if MODE == "stop" else stop
+
+
+if __name__ == "__main__":
+    Changed().run()
