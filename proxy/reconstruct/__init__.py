@@ -1,0 +1,42 @@
+"""Reconstruct what the user saw from recorded frames (layer 1: pure folds, no I/O).
+
+What belongs here: folds over :class:`proxy.events.Frame` values that rebuild tool calls,
+terminals, files and diffs, permissions, plans, modes, usage and turns, for ACP v1 and the
+v2 draft (PROTOCOL.md §5–§7, ``tool-calls-v2.txt``), and pure renderings of that state
+(JSON views, asciicast, patches). Nothing here does I/O: callers hand in frames (from a
+:class:`~proxy.store.Store` or a ``jsonl`` export) and print what they get back.
+
+::
+
+    r = reconstruct(frames)            # or reconstruct(frames, at=120): the state at seq 120
+    r.tool_calls, r.terminals, r.files, r.permissions, r.turns, r.sessions
+    views.terminals_json(r)            # the ``acp-proxy terminals --json`` contract
+"""
+
+from __future__ import annotations
+
+from .asciicast import asciicast
+from .export_patch import session_patch
+from .files import FileChange, FileHistory, Files, FileVersion
+from .fold import Reconstruction, reconstruct
+from .session import Permission, SessionState, Turn
+from .terminals import Terminal, TerminalEvent, render_screen
+from .tools import ToolCall
+
+__all__ = [
+    "FileChange",
+    "FileHistory",
+    "FileVersion",
+    "Files",
+    "Permission",
+    "Reconstruction",
+    "SessionState",
+    "Terminal",
+    "TerminalEvent",
+    "ToolCall",
+    "Turn",
+    "asciicast",
+    "reconstruct",
+    "render_screen",
+    "session_patch",
+]

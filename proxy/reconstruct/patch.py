@@ -1,0 +1,151 @@
+"""Unified diffs: making them, splitting git patches, applying hunks (layer 1: pure).
+
+What belongs here: text-only helpers the file fold and the ``patch`` export use —
+:func:`unified` makes a ``git apply``-compatible diff between two known contents (with
+``/dev/null`` for a missing side and the "No newline at end of file" marker, which
+:mod:`difflib` does not write), :func:`split_git_patch` cuts a v2 ``git_patch`` text into
+its ``diff --git`` sections (PROTOCOL.md §6.3), and :func:`apply_hunks` applies one
+section to a known content, refusing when the context does not match.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+__all__ = ["Section", "apply_hunks", "split_git_patch", "unified"]
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_NO_EOL = "\\ No newline at end of file"
+
+
+def unified(old: str | None, new: str | None, a: str, b: str | None = None) -> str:
+    """A git-style unified diff from ``old`` to ``new`` (``None`` = the file is absent).
+
+    ``a`` and ``b`` are the paths written in the headers (``b`` defaults to ``a``), without
+    the ``a/`` and ``b/`` prefixes. Returns ``""`` when nothing changed.
+    """
+    b = a if b is None else b
+    if old == new and a == b:
+        return ""
+    head = [f"diff --git a/{a} b/{b}\n"]
+    if old is None:
+        head.append("new file mode 100644\n")
+    elif new is None:
+        head.append("deleted file mode 100644\n")
+    elif a != b:
+        head += [f"rename from {a}\n", f"rename to {b}\n"]
+    old_lines = (old or "").splitlines(keepends=True)
+    new_lines = (new or "").splitlines(keepends=True)
+    if old_lines == new_lines:  # an empty file added or removed, or a pure rename
+        return "".join(head)
+    out = "".join(head)
+    out += f"--- {'/dev/null' if old is None else 'a/' + a}\n"
+    out += f"+++ {'/dev/null' if new is None else 'b/' + b}\n"
+    body = difflib.unified_diff(old_lines, new_lines, n=3)
+    for i, line in enumerate(body):
+        if i < 2:  # difflib's own ---/+++ lines
+            continue
+        out += line
+        if not line.endswith("\n"):
+            out += "\n" + _NO_EOL + "\n"
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One ``diff --git`` section: its old and new paths as written, and its text."""
+
+    old_path: str | None
+    new_path: str | None
+    text: str
+
+
+def _strip(path: str) -> str | None:
+    path = path.strip()
+    if path == "/dev/null":
+        return None
+    if path.startswith(("a/", "b/")) and not path.startswith(("a//", "b//")):
+        return path[1:] if path[2:].startswith("/") else path[2:]
+    return path
+
+
+def split_git_patch(text: str) -> list[Section]:
+    """Cut a ``git_patch`` into ``diff --git`` sections (text before the first is dropped).
+
+    Paths come from the ``---``/``+++`` lines when present (they are unambiguous), else from
+    the ``diff --git`` line; ``a/`` and ``b/`` prefixes are removed.
+    """
+    sections: list[Section] = []
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.startswith("diff --git ")]
+    for n, start in enumerate(starts):
+        end = starts[n + 1] if n + 1 < len(starts) else len(lines)
+        chunk = lines[start:end]
+        old = new = None
+        seen_old = seen_new = False
+        for line in chunk[1:]:
+            if line.startswith("@@"):
+                break
+            if line.startswith("--- "):
+                old, seen_old = _strip(line[4:].rstrip("\n")), True
+            elif line.startswith("+++ "):
+                new, seen_new = _strip(line[4:].rstrip("\n")), True
+            elif line.startswith(("rename from ", "copy from ")):
+                old, seen_old = line.split(" ", 2)[2].rstrip("\n"), True
+            elif line.startswith(("rename to ", "copy to ")):
+                new, seen_new = line.split(" ", 2)[2].rstrip("\n"), True
+        if not (seen_old and seen_new):
+            parts = chunk[0][len("diff --git ") :].rstrip("\n").split(" ")
+            if len(parts) == 2:
+                if not seen_old:
+                    old = _strip(parts[0])
+                if not seen_new:
+                    new = _strip(parts[1])
+        sections.append(Section(old, new, "".join(chunk)))
+    return sections
+
+
+def apply_hunks(old: str, section: str) -> str | None:
+    """Apply the hunks of one section to ``old``; ``None`` when the context does not match.
+
+    A section without hunks (a rename, a mode change) leaves the content as it is.
+    """
+    src = old.splitlines(keepends=True)
+    out: list[str] = []
+    pos = 0
+    lines = section.splitlines(keepends=True)
+    i = 0
+    while i < len(lines):
+        m = _HUNK.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        start = int(m.group(1))
+        count = int(m.group(2)) if m.group(2) is not None else 1
+        begin = start - 1 if count else start
+        if begin < pos or begin > len(src):
+            return None
+        out += src[pos:begin]
+        pos = begin
+        i += 1
+        while i < len(lines) and not lines[i].startswith(("@@", "diff --git ")):
+            line = lines[i]
+            tag, body = (" ", "\n") if line == "\n" else (line[:1], line[1:])
+            eol_next = i + 1 < len(lines) and lines[i + 1].startswith("\\")
+            if eol_next:
+                body = body.rstrip("\n")
+            if tag in (" ", "-"):
+                if pos >= len(src) or src[pos] != body:
+                    return None
+                pos += 1
+                if tag == " ":
+                    out.append(body)
+            elif tag == "+":
+                out.append(body)
+            elif tag != "\\":
+                break
+            i += 1
+    out += src[pos:]
+    return "".join(out)

@@ -1,0 +1,239 @@
+"""Terminal state: exact output bytes, text, screen, exit (layer 1: pure, no I/O).
+
+What belongs here: the :class:`Terminal` record and the rules that change it —
+
+* v2 agent-owned terminals (PROTOCOL.md §6.3): ``terminal_update`` is an upsert with patch
+  semantics (omitted = unchanged, ``null`` = clear, value = replace; ``_meta`` patched by
+  key); ``output`` is an authoritative snapshot that replaces every stored byte;
+  ``terminal_output_chunk`` data is base64-decoded chunk by chunk and the bytes appended.
+  The ``{type:"terminal"}`` anchor may come before or after the first update.
+* v1 client-owned terminals (§4.1, §6.3): ``terminal/create`` → ``terminalId``,
+  ``terminal/output`` results (the output captured so far: a snapshot), ``wait_for_exit``,
+  ``kill`` and ``release``.
+
+Text is decoded with one incremental UTF-8 decoder per terminal, so a code point split across
+chunks decodes once it is whole; a snapshot resets the decoder. The screen is rendered with
+the ``pyte`` VT100 emulator (carriage returns, colours, cursor moves applied).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import codecs
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyte
+
+__all__ = ["Terminal", "TerminalEvent", "render_screen"]
+
+DEFAULT_COLS = 80
+DEFAULT_ROWS = 24
+_MAX_ROWS = 10_000
+_Decoder = codecs.getincrementaldecoder("utf-8")
+
+
+@dataclass(slots=True)
+class TerminalEvent:
+    """One step of a terminal's timeline.
+
+    ``kind``: ``anchor``, ``update``, ``chunk``, ``snapshot``, ``create``, ``output``,
+    ``wait_for_exit``, ``exit``, ``kill``, ``release``, ``cancel``. For ``chunk``,
+    ``snapshot`` and ``output``, ``size`` is the number of bytes and ``text`` the text this
+    step added (for a snapshot: the whole decoded snapshot).
+    """
+
+    seq: int
+    t_ns: int
+    kind: str
+    size: int = 0
+    text: str = ""
+    detail: Any = None
+
+
+@dataclass(slots=True)
+class Terminal:
+    """What a client knows about one terminal (keyed by session and ``terminalId``)."""
+
+    session_id: str
+    terminal_id: str
+    owner: str  # "agent" (v2 terminal_update) or "client" (v1 terminal/create)
+    first_seq: int
+    first_t_ns: int
+    command: str | None = None
+    args: list[Any] = field(default_factory=list)
+    env: list[Any] = field(default_factory=list)
+    cwd: str | None = None
+    output_byte_limit: Any = None
+    size: dict[str, Any] | None = None
+    capabilities: Any = None
+    meta: dict[str, Any] | None = None
+    exit_status: dict[str, Any] | None = None
+    truncated: bool = False
+    killed: bool = False
+    released: bool = False
+    output: bytearray = field(default_factory=bytearray)
+    tool_call_ids: list[str] = field(default_factory=list)
+    events: list[TerminalEvent] = field(default_factory=list)
+    anomalies: list[str] = field(default_factory=list)
+    _decoder: Any = field(default_factory=_Decoder)
+    _since: int = 0  # index in events of the last snapshot
+
+    # -- output -----------------------------------------------------------------------
+
+    def append(self, data: bytes, seq: int, t_ns: int, meta: Any = None) -> None:
+        """Append bytes in received order; decode them carrying state over (§6.3)."""
+        self.output += data
+        text = self._decoder.decode(data)
+        self.events.append(TerminalEvent(seq, t_ns, "chunk", len(data), text, meta))
+
+    def replace(self, data: bytes, seq: int, t_ns: int, kind: str = "snapshot") -> None:
+        """Replace every stored byte with a snapshot; never merged with what was there."""
+        self.output = bytearray(data)
+        self._decoder.reset()
+        text = self._decoder.decode(data)
+        self._since = len(self.events)
+        self.events.append(TerminalEvent(seq, t_ns, kind, len(data), text))
+
+    @property
+    def text(self) -> str:
+        """The output decoded as UTF-8; an incomplete trailing sequence shows as U+FFFD."""
+        parts = [e.text for e in self.events[self._since :] if e.kind in _OUTPUT_KINDS]
+        pending = self._decoder.getstate()[0]
+        if pending:
+            parts.append(pending.decode("utf-8", "replace"))
+        return "".join(parts)
+
+    def screen(self) -> list[str]:
+        """The output as a terminal shows it, one string per line (see :func:`render_screen`)."""
+        cols = rows = None
+        if self.size is not None:
+            cols = self.size.get("cols")
+            rows = self.size.get("rows")
+        return render_screen(self.text, cols if isinstance(cols, int) else None, rows)
+
+    # -- v2 -----------------------------------------------------------------------------
+
+    def apply_update(self, u: dict[str, Any], seq: int, t_ns: int) -> None:
+        """Apply a v2 ``terminal_update`` patch (§6.3)."""
+        changed = [k for k in u if k not in ("sessionUpdate", "terminalId", "output")]
+        for key in ("command", "cwd"):
+            if key in u:
+                v = u[key]
+                setattr(self, key, v if isinstance(v, str) or v is None else str(v))
+        if "size" in u:
+            self.size = u["size"] if isinstance(u["size"], dict) else None
+        if "capabilities" in u:
+            self.capabilities = u["capabilities"]
+        if "exitStatus" in u:
+            es = u["exitStatus"]
+            self.exit_status = es if isinstance(es, dict) else None
+        if "_meta" in u:
+            patch = u["_meta"]
+            if patch is None:
+                self.meta = None
+            elif isinstance(patch, dict):
+                meta = dict(self.meta or {})
+                for k, v in patch.items():
+                    if v is None:
+                        meta.pop(k, None)
+                    else:
+                        meta[k] = v
+                self.meta = meta
+        if changed:
+            self.events.append(TerminalEvent(seq, t_ns, "update", detail=changed))
+        if "exitStatus" in u and self.exit_status is not None:
+            self.events.append(TerminalEvent(seq, t_ns, "exit", detail=self.exit_status))
+        if "output" in u:
+            out = u["output"]
+            if out is None:
+                self.replace(b"", seq, t_ns)
+            elif isinstance(out, dict):
+                data = self._b64(out.get("data"))
+                if data is not None:
+                    self.replace(data, seq, t_ns)
+
+    def apply_chunk(self, u: dict[str, Any], seq: int, t_ns: int) -> None:
+        """Append one v2 ``terminal_output_chunk``: its own base64 value, decoded alone."""
+        data = self._b64(u.get("data"))
+        if data is not None:
+            self.append(data, seq, t_ns, u.get("_meta"))
+
+    def _b64(self, value: Any) -> bytes | None:
+        if not isinstance(value, str):
+            self.anomalies.append("output_not_base64")
+            return None
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            self.anomalies.append("output_not_base64")
+            try:
+                return base64.b64decode(value + "==")
+            except (binascii.Error, ValueError):
+                return None
+
+    # -- v1 -----------------------------------------------------------------------------
+
+    def apply_create(self, params: dict[str, Any], seq: int, t_ns: int) -> None:
+        """v1 ``terminal/create`` params, once the client answered with the id (§4.1)."""
+        cmd = params.get("command")
+        self.command = cmd if isinstance(cmd, str) else None
+        self.args = list(params.get("args") or [])
+        self.env = list(params.get("env") or [])
+        cwd = params.get("cwd")
+        self.cwd = cwd if isinstance(cwd, str) else None
+        self.output_byte_limit = params.get("outputByteLimit")
+        if isinstance(params.get("_meta"), dict):
+            self.meta = params["_meta"]
+        self.events.append(TerminalEvent(seq, t_ns, "create"))
+
+    def apply_output(self, result: dict[str, Any], seq: int, t_ns: int) -> None:
+        """v1 ``terminal/output`` result: the output so far replaces what we had (§6.3)."""
+        out = result.get("output")
+        if isinstance(out, str):
+            data = out.encode("utf-8", "surrogatepass")
+            self.replace(data, seq, t_ns, "output")
+        self.truncated = bool(result.get("truncated"))
+        es = result.get("exitStatus")
+        if isinstance(es, dict):
+            self._exited(es, seq, t_ns)
+
+    def apply_exit(self, result: dict[str, Any], seq: int, t_ns: int) -> None:
+        """v1 ``terminal/wait_for_exit`` result ``{exitCode?, signal?}``."""
+        self.events.append(TerminalEvent(seq, t_ns, "wait_for_exit"))
+        self._exited(result, seq, t_ns)
+
+    def _exited(self, status: dict[str, Any], seq: int, t_ns: int) -> None:
+        new = {k: status.get(k) for k in ("exitCode", "signal")}
+        if self.exit_status is None or _exit_view(self.exit_status) != new:
+            self.exit_status = dict(status)
+            self.events.append(TerminalEvent(seq, t_ns, "exit", detail=new))
+
+
+_OUTPUT_KINDS = frozenset({"chunk", "snapshot", "output"})
+
+
+def _exit_view(status: dict[str, Any]) -> dict[str, Any]:
+    return {k: status.get(k) for k in ("exitCode", "signal")}
+
+
+def render_screen(text: str, cols: int | None = None, rows: Any = None) -> list[str]:
+    """Render terminal output the way a terminal shows it, with ``pyte``.
+
+    The emulator is ``cols`` wide (default 80) and tall enough to keep every line the output
+    wrote (at least ``rows``), so nothing scrolls away: the result is the scrollback plus
+    the screen. A line feed also returns the carriage (as a tty's ``onlcr`` does for the
+    output of a pipe). Trailing blanks of each line and trailing empty lines are dropped.
+    """
+    width = cols if cols and cols > 0 else DEFAULT_COLS
+    height = rows if isinstance(rows, int) and rows > 0 else DEFAULT_ROWS
+    need = text.count("\n") + len(text) // width + 2
+    screen = pyte.Screen(width, min(max(height, need), _MAX_ROWS))
+    screen.set_mode(pyte.modes.LNM)
+    stream = pyte.Stream(screen)
+    stream.feed(text)
+    lines = [line.rstrip() for line in screen.display]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
