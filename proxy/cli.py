@@ -192,22 +192,47 @@ def captures(db: Path | None, as_json: bool, limit: int | None) -> None:
 @click.option(
     "--stderr/--no-stderr", "with_stderr", default=False, help="Also print the agent's stderr."
 )
+@click.option(
+    "--view",
+    type=click.Choice(
+        ["frames", "turns", "tools", "permissions", "terminals", "diffs", "sessions"]
+    ),
+    default="frames",
+    show_default=True,
+    help="What to show: the frames, or what the user saw (turns, tool calls, permissions…).",
+)
+@click.option("--at", "at", type=int, default=None, metavar="SEQ", help="Stop after frame SEQ.")
 @handle_errors
 def show(
-    db: Path | None, as_json: bool, capture: str | None, wall: bool, with_stderr: bool
+    db: Path | None,
+    as_json: bool,
+    capture: str | None,
+    wall: bool,
+    with_stderr: bool,
+    view: str,
+    at: int | None,
 ) -> None:
-    """Print a capture's timeline (default: the latest capture).
+    """Print a capture's timeline (default: the latest capture), or a view of it.
 
     \b
     Example:
         acp-proxy show 3 --wall
+        acp-proxy show 3 --view turns
+        acp-proxy show --view permissions --at 120
     """
     from .export import frame_object
     from .report import capture_header, frame_line
 
+    if view != "frames":
+        from .cli_views import print_view
+
+        print_view(db, capture, view, at, as_json)
+        return
+    if at is not None and at < 0:
+        raise UsageError("--at takes a frame number (seq) of zero or more")
     store = _open(db)
     c = store.capture(capture)
-    frames = store.frames(c["id"])
+    frames = store.frames(c["id"], upto_seq=at)
     if as_json:
         _dump({"capture": c, "frames": [frame_object(f, c["uid"]) for f in frames]})
         return
@@ -277,7 +302,16 @@ def tail(db: Path | None, follow: bool, lines: int, capture: str | None, interva
 @main.command(context_settings=CONTEXT)
 @db_option
 @click.argument("capture", required=False)
-@click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "asciicast", "patch"]),
+    default="jsonl",
+    show_default=True,
+    help="jsonl: every frame, exact bytes; asciicast: one terminal (v2 asciicast, recorded "
+    "timing); patch: the file changes as one patch for git apply.",
+)
+@click.option("--terminal", metavar="ID", help="The terminal to export as asciicast.")
 @click.option(
     "-o",
     "--output",
@@ -285,15 +319,33 @@ def tail(db: Path | None, follow: bool, lines: int, capture: str | None, interva
     help="Write to a file instead of stdout.",
 )
 @handle_errors
-def export(db: Path | None, capture: str | None, fmt: str, output: Path | None) -> None:
-    """Export a capture (default: the latest) with its exact bytes.
+def export(
+    db: Path | None, capture: str | None, fmt: str, terminal: str | None, output: Path | None
+) -> None:
+    """Export a capture (default: the latest) with its exact bytes, a terminal, or a patch.
 
     \b
     Example:
         acp-proxy export 3 --format jsonl -o session.jsonl
+        acp-proxy export 3 --format asciicast --terminal term_1 -o t.cast && asciinema play t.cast
+        acp-proxy export 3 --format patch | git apply
     """
     from .export import write_jsonl
 
+    if fmt != "jsonl":
+        from .cli_views import export_text
+
+        text, notes = export_text(db, capture, fmt, terminal)
+        for note in notes:
+            click.echo(f"acp-proxy: {note}", err=True)
+        if output is not None:
+            output.write_text(text, encoding="utf-8")
+            click.echo(f"wrote {fmt} to {output}", err=True)
+        else:
+            sys.stdout.write(text)
+        return
+    if terminal is not None:
+        raise UsageError("--terminal goes with --format asciicast")
     store = _open(db)
     c = store.capture(capture)
     frames = store.frames(c["id"])

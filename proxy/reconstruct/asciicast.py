@@ -41,9 +41,9 @@ def asciicast(t: Terminal) -> str:
         "height": rows,
         "env": {"TERM": "xterm-256color"},
     }
-    title = " ".join([t.command or "", *map(str, t.args)]).strip()
+    title = " ".join(" ".join([t.command or "", *map(str, t.args)]).split())
     if title:
-        header["title"] = title
+        header["title"] = title if len(title) <= 120 else title[:119] + "…"
     lines = [orjson.dumps(header)]
     shown = ""
     after_cr = False

@@ -212,10 +212,14 @@ class Files:
             return None
         h = self.history(path)
         h.start(None, None)
+        # Compare with what is on disk: what the last read or write left there, else the
+        # starting state (diffs shown before a write are proposals until it happens).
         exists: bool | None = h.exists
         current = h.content
-        if h.disk_exists is not None:  # what the last read or write left on disk
+        if h.disk_exists is not None:
             exists, current = h.disk_exists, h.disk_content
+        elif h.start_exists is not None:
+            exists, current = h.start_exists, h.start_content
         before = current if exists else None
         known = exists is False or (exists is True and current is not None)
         disk_before = (h.disk_exists, h.disk_content)
