@@ -61,7 +61,8 @@ class Wait:
     def describe(self) -> str:
         if self.request is not None:
             return f"the answer to recorded #{self.request}"
-        return f"{_nth(self.ordinal)} {' '.join(self.shape[2:])} (recorded {self.recorded.label()})"
+        what = self.shape[3:] if self.shape[2:3] == ("session/update",) else self.shape[2:]
+        return f"the {_nth(self.ordinal)} {' '.join(what)} (recorded #{self.recorded.seq})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,8 @@ differences. Nothing here does I/O; both stand-ins (``replay_agent``, ``replay_c
 the run comparison (``replay_diff``) build on it.
 
 Volatile fields (ignored or remapped when comparing, PROTOCOL.md §7.1, §12.6):
-``_meta`` at any level (trace context, per-run data), the JSON-RPC ``id`` (each side numbers
+``_meta`` at any level (trace context, per-run data), ``null`` members (an SDK may leave
+out an optional field another writes as ``null``), the JSON-RPC ``id`` (each side numbers
 its own requests), ``sessionId`` values (mapped once learnt, a wildcard before), the
 ``cwd`` of session requests (mapped once learnt) and every path under it, ISO 8601
 timestamps, and any key the caller names as a wildcard (``toolCallId`` when driving a real
@@ -250,7 +251,8 @@ def canonical(
     wildcards: frozenset[str] = frozenset(),
     ignore: Iterable[tuple[str, ...]] = (),
 ) -> Any:
-    """The form two values are compared in: ``_meta`` dropped, timestamps and unknown
+    """The form two values are compared in: ``_meta`` and ``null`` members dropped,
+    timestamps and unknown
     session ids / cwds replaced by placeholders, ``wildcards`` keys blanked, ``ignore`` paths
     (tuples of keys, ``*`` for any key or index) removed."""
     paths = [tuple(p) for p in ignore]
@@ -260,8 +262,8 @@ def canonical(
             out: dict[str, Any] = {}
             for k, item in v.items():
                 here = (*path, k)
-                if k == "_meta" or _ignored(here, paths):
-                    continue
+                if k == "_meta" or item is None or _ignored(here, paths):
+                    continue  # null and absent: SDKs write optional fields either way
                 if k in wildcards:
                     out[k] = "<id>"
                 elif k == "sessionId" and isinstance(item, str):

@@ -234,11 +234,11 @@ def replay_client(
     finally:
         tap.close(exit_code=code)
         writer.close()
-    capture_id = tap.capture_id
-    new = load_recording(str(capture_id), db) if capture_id is not None else None
+    new = load_recording(meta.uid, db)  # by uid: the writer numbers captures, not the tap
+    capture_id = new.capture.get("id")
     patterns = parse_ignore(ignore)
     recorded = summarise_run(recording.messages, ignore=patterns)
-    replayed = summarise_run(new.messages if new else [], ignore=patterns, mapper=stand_in.mapper)
+    replayed = summarise_run(new.messages, ignore=patterns, mapper=stand_in.mapper)
     divergences = compare(recorded, replayed)
     original_exit = recording.capture.get("exit_code")
     if isinstance(original_exit, int) and code is not None and original_exit != code:

@@ -6,6 +6,7 @@ MODE: ``status`` (the test run's tool call fails), ``stop`` (turn 1 ends with ``
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -16,9 +17,9 @@ MODE = sys.argv[1] if len(sys.argv) > 1 else "status"
 
 class Changed(demo.Agent):
     def update(self, update: dict[str, Any], **extra: Any) -> None:
-        if MODE == "status" and update.get("toolCallId") == "call_test":
-            if update.get("status") == "completed":
-                update = {**update, "status": "failed"}
+        failed = update.get("toolCallId") == "call_test" and update.get("status") == "completed"
+        if MODE == "status" and failed:
+            update = {**update, "status": "failed"}
         if MODE == "title" and update.get("title") == "Read config.json":
             update = {**update, "title": "Read the configuration"}
         super().update(update, **extra)
@@ -26,10 +27,8 @@ class Changed(demo.Agent):
     def call(self, method: str, params: dict[str, Any]) -> Any:
         if MODE == "ask" and method == "fs/read_text_file":
             extra = {**params, "path": params["path"].replace("config.json", "secrets.env")}
-            try:
+            with contextlib.suppress(RuntimeError):  # no answer recorded for it: carry on
                 super().call(method, extra)
-            except RuntimeError:
-                pass  # the replay has no answer for it: carry on as before
         return super().call(method, params)
 
     def first_turn(self) -> str:
