@@ -265,6 +265,8 @@ async def serve_websocket(
     from websockets.exceptions import ConnectionClosed
     from websockets.http11 import Request, Response
 
+    from .transports.websocket import WsSettings
+
     results: list[bool] = []
     finished = asyncio.Event()
 
@@ -286,7 +288,7 @@ async def serve_websocket(
             while (emit := await out.get()) is not None:
                 await pacer.wait(emit)
                 try:
-                    await ws.send(emit.data.decode("utf-8", "surrogateescape"))
+                    await ws.send(emit.data, text=True)  # the recorded bytes, as a text frame
                 except ConnectionClosed:
                     return
 
@@ -295,8 +297,8 @@ async def serve_websocket(
             for e in stand_in.start():
                 out.put_nowait(e)
             try:
-                async for message in ws:
-                    raw = message.encode() if isinstance(message, str) else message
+                while True:
+                    raw = await ws.recv(decode=False)  # payload bytes, never decoded by us
                     emits = stand_in.receive(raw)
                     pacer.anchor(stand_in.last_matched)
                     for e in emits:
@@ -321,10 +323,8 @@ async def serve_websocket(
         host,
         port,
         process_request=check,
-        compression=None,
-        max_size=None,
-        ping_interval=None,
-        max_queue=None,
+        server_header=None,
+        **WsSettings().common(),  # no compression, no pings, 64 MiB messages, bounded queues
     ) as server:
         sock = next(iter(server.sockets))
         bound = sock.getsockname()

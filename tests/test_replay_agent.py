@@ -119,3 +119,33 @@ def test_trailing_agent_command_is_ignored_and_stdout_is_protocol_only(demo_db: 
     assert len(lines) == 1 and json.loads(lines[0])["result"]["protocolVersion"] == 1
     assert b"never sent" in r.stderr  # the rest of the session did not happen: not clean
     assert r.returncode == 1
+
+
+@pytest.mark.parametrize("extra", [["--timing", "x20"], ["--session", "sess_demo_1"]])
+def test_pacing_and_session_choice_keep_the_session_intact(
+    demo_db: Path, tmp_path: Path, extra: list[str]
+) -> None:
+    r = subprocess.run(
+        [*DEMO_CLIENT, "--workspace", str(tmp_path), "--", *replay_agent_cmd(demo_db, *extra)],
+        capture_output=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr.decode()
+    assert b"the replay ran clean" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--timing", "slowly"],
+            "--timing must be fast, original or xN (like x2 or x0.5), not 'slowly'",
+        ),
+        (["--session", "nope"], "no session 'nope' in the recording (sessions: sess_demo_1)"),
+        (["no/such/file.jsonl"], "no recording file no/such/file.jsonl"),
+    ],
+)
+def test_bad_choices_are_one_line_errors(demo_db: Path, extra: list[str], message: str) -> None:
+    r = subprocess.run(replay_agent_cmd(demo_db, *extra), capture_output=True, text=True)
+    assert r.returncode == 2
+    assert r.stderr.strip() == f"acp-proxy: error: {message}"

@@ -103,3 +103,19 @@ def test_listening_beyond_loopback_is_refused(demo_db: Path) -> None:
         replay_agent_cmd(demo_db, "--listen", "0.0.0.0:0"), capture_output=True, text=True
     )
     assert r.returncode == 2 and "loopback" in r.stderr
+
+
+async def test_a_client_answering_permission_differently_is_reported(
+    demo_server: Server, tmp_path: Path
+) -> None:
+    client = SdkClient(tmp_path, permission="reject")
+    conn = connect_to_agent(client, await create_websocket_stream(demo_server.url))
+    results = await play_demo_session(conn, client, tmp_path)
+    await conn.close()
+    assert results[1] == "end_turn"  # the recording goes on as recorded
+    code, err = await demo_server.result()
+    assert code == 1
+    assert (
+        "the client answered session/request_permission [2] differently from the recording "
+        '(result.outcome.optionId: recorded "allow", got "reject")'
+    ) in err
