@@ -117,8 +117,9 @@ def replay_agent(
     "ignore",
     multiple=True,
     metavar="PATH",
-    help="A JSON path in messages to leave out of the comparison (repeatable), "
-    "e.g. params.update.title or params.content; * matches any key or index.",
+    help="A JSON path in messages to leave out when matching the agent's requests and "
+    "comparing the runs (repeatable), e.g. params.command or params.update.title; "
+    "* matches any key or index.",
 )
 @click.option(
     "--timeout",

@@ -17,9 +17,10 @@ How the recorded client side is played (issue: replay):
   (PROTOCOL.md §12.6); a recorded workspace path may be replaced by another.
 - The live agent's requests (permission, fs, terminal, PROTOCOL.md §4.1) are matched with
   the recorded ones by method and canonical params (tool call ids are volatile: random per
-  run) and answered with the recorded answer, with the live id. A request the recording
-  has no answer for gets a JSON-RPC error (-32603) saying so; an identical request asked
-  more often than recorded gets the last recorded answer again (agents poll).
+  run; ``ignore`` paths under ``params`` are left out too) and answered with the recorded
+  answer, with the live id. A request the recording has no answer for gets a JSON-RPC
+  error (-32603) saying so; an identical request asked more often than recorded gets the
+  last recorded answer again (agents poll).
 """
 
 from __future__ import annotations
@@ -82,11 +83,18 @@ def _nth(n: int) -> str:
 class ClientStandIn:
     """Feed the live agent's frames to :meth:`receive`; send steps when :meth:`ready`."""
 
-    def __init__(self, messages: Iterable[Message], *, cwd: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        messages: Iterable[Message],
+        *,
+        cwd: tuple[str, str] | None = None,
+        ignore: Iterable[tuple[str, ...]] = (),
+    ) -> None:
         self.messages = list(messages)
         self.by_seq = {m.seq: m for m in self.messages}
         self.mapper = Mapper([cwd] if cwd else ())
         self.problems: list[Problem] = []
+        self.ignore = [p[1:] for p in ignore if p[:1] in (("params",), ("*",))]
         self.steps = _steps(self.messages)
         self._pending: dict[str, int] = {}  # token of a request we sent → its recorded seq
         self._answered: set[int] = set()
@@ -196,6 +204,7 @@ class ClientStandIn:
             known_session=lambda s: s in self.mapper.rec_to_live_sid,
             known_cwd=self.mapper.known_recorded_cwd,
             wildcards=_WILDCARDS,
+            ignore=self.ignore,
         )
 
     def _same(self, live: Message, rec: Message) -> bool:

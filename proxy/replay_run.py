@@ -220,7 +220,8 @@ def replay_client(
     """Drive ``argv`` with the recorded client, record the run into ``db``, compare."""
     rec_cwd = _recorded_cwd(recording)
     pair = (rec_cwd, cwd) if rec_cwd and cwd else None
-    stand_in = ClientStandIn(recording.messages, cwd=pair)
+    patterns = parse_ignore(ignore)
+    stand_in = ClientStandIn(recording.messages, cwd=pair, ignore=patterns)
     writer = Writer(db)
     label = f"replay client of {recording.capture.get('uid', recording.source)}"
     meta = CaptureMeta(transport="stdio", agent_command=list(argv), cwd=os.getcwd(), label=label)
@@ -236,7 +237,6 @@ def replay_client(
         writer.close()
     new = load_recording(meta.uid, db)  # by uid: the writer numbers captures, not the tap
     capture_id = new.capture.get("id")
-    patterns = parse_ignore(ignore)
     recorded = summarise_run(recording.messages, ignore=patterns)
     replayed = summarise_run(new.messages, ignore=patterns, mapper=stand_in.mapper)
     divergences = compare(recorded, replayed)
