@@ -15,40 +15,38 @@ counted and reported as a ``gap`` event when the database becomes reachable agai
 
 from __future__ import annotations
 
-import base64
 import collections
 import contextlib
-import fcntl
 import os
-import sqlite3
+import pickle
+import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-import orjson
-
-from . import __version__
-from .errors import StoreError
 from .events import Direction, Opcode
 from .framing import DEFAULT_MAX_FRAME, LineFramer
 from .jsonrpc import Info, Kind, classify
-from .store import connect, migrate
+from .sink import (
+    Batch,
+    SqliteSink,
+    import_spill,
+    now_iso,
+    spill_files,
+    stderr_warn,
+)
+from .sink import json_text as _json
 
 __all__ = ["CaptureMeta", "Tap", "Writer", "import_spill", "spill_files"]
 
-DEFAULT_QUEUE_BYTES = 32 * 1024 * 1024
-_MAX_ROWS_PER_TXN = 20_000
+DEFAULT_QUEUE_BYTES = 16 * 1024 * 1024
+_MAX_ROWS_PER_TXN = 10_000
 _MAX_PENDING_REQUESTS = 100_000
-
-
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(slots=True)
@@ -63,7 +61,7 @@ class CaptureMeta:
     label: str | None = None
     pid: int | None = None
     uid: str = field(default_factory=lambda: uuid.uuid4().hex)
-    started_at: str = field(default_factory=_now_iso)
+    started_at: str = field(default_factory=now_iso)
     started_ns: int = field(default_factory=time.monotonic_ns)
 
 
@@ -114,7 +112,6 @@ class Tap:
         self.framers: dict[Direction, LineFramer] = {}
         self.pending: dict[tuple[Direction, str], tuple[int, int, str | None]] = {}
         self.count = 0
-        self.lost = 0
         self.updates: dict[str, Any] = {}
 
     def rel(self, t_ns: int) -> int:
@@ -159,7 +156,7 @@ class Tap:
         if self._closed:
             return
         self._closed = True
-        fields.setdefault("ended_at", _now_iso())
+        fields.setdefault("ended_at", now_iso())
         fields.setdefault("ended_ns", time.monotonic_ns())
         self.writer._q.put(("close", self, fields), 64)
 
@@ -167,14 +164,10 @@ class Tap:
 Warn = Callable[[str], None]
 
 
-def _stderr_warn(message: str) -> None:
-    with contextlib.suppress(OSError, ValueError):
-        sys.stderr.write(f"acp-proxy: {message}\n")
-        sys.stderr.flush()
-
-
 class Writer:
-    """Owns the write connection and its thread. ``open_capture`` gives a :class:`Tap`."""
+    """Frames, classifies and pairs what taps hand it, in one thread; SQLite runs in a child
+    process (``python -m proxy.recorder_child``) fed through a pipe, or in that thread when
+    ``in_process`` is set or the child cannot run. ``open_capture`` gives a :class:`Tap`."""
 
     def __init__(
         self,
@@ -182,27 +175,21 @@ class Writer:
         *,
         queue_bytes: int = DEFAULT_QUEUE_BYTES,
         max_frame: int = DEFAULT_MAX_FRAME,
-        warn: Warn = _stderr_warn,
-        import_spills: bool = True,
+        warn: Warn = stderr_warn,
+        in_process: bool = False,
     ) -> None:
         self.db_path = Path(db_path)
         self._q = _ByteQueue(queue_bytes)
         self._max_frame = max_frame
         self._warn = warn
-        self._conn: sqlite3.Connection | None = None
-        self._spill: IO[bytes] | None = None
-        self._spill_path: Path | None = None
-        self._failed_reason: str | None = None
-        self._taps: list[Tap] = []
-        self.lost = 0
-        self.frames_written = 0
-        try:
-            self._conn = connect(self.db_path)
-            migrate(self._conn)
-        except (StoreError, sqlite3.Error) as e:
-            self._fail(str(e))
-        if self._conn is not None and import_spills:
-            self._import_leftover_spills()
+        self._sink: SqliteSink | None = None
+        if os.environ.get("ACP_PROXY_RECORDER") == "thread":
+            in_process = True
+        self._child = None if in_process else _spawn_child(self.db_path)
+        self._child_fd = -1
+        if self._child is not None:
+            assert self._child.stdin is not None
+            self._child_fd = self._child.stdin.fileno()
         self._thread = threading.Thread(target=self._run, name="acp-proxy-writer", daemon=True)
         self._thread.start()
 
@@ -217,10 +204,21 @@ class Writer:
     def backpressure_waits(self) -> int:
         return self._q.waits
 
-    def close(self, timeout: float | None = 30.0) -> None:
-        """Flush everything queued and stop the thread."""
+    def close(self, timeout: float | None = 60.0) -> None:
+        """Flush everything queued, then wait until it is in the database."""
         self._q.put(("stop",), 0)
         self._thread.join(timeout)
+        child = self._child
+        if child is not None:
+            assert child.stdin is not None
+            with contextlib.suppress(OSError):
+                child.stdin.close()
+            try:
+                child.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self._warn("warning: the recorder process is still writing; leaving it to finish")
+        if self._sink is not None:
+            self._sink.close()
 
     # -- writer thread ------------------------------------------------------------------
 
@@ -238,14 +236,6 @@ class Writer:
                     self._flush(batch)
                     batch = _Batch()
             self._flush(batch)
-        if self._spill is not None:
-            self._spill.close()
-            self._spill = None
-            self._reimport_own_spill()
-        if self._conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self._conn.execute("PRAGMA optimize")
-            self._conn.close()
 
     def _process(self, item: tuple[Any, ...], b: _Batch) -> None:
         op = item[0]
@@ -268,15 +258,14 @@ class Writer:
             _, _, direction, t, data, opcode, terminated = item
             self._frame(b, tap, direction, t, data, terminated, opcode, ())
         elif op == "stderr":
-            b.stderr.append((tap, tap.rel(item[2]), item[3]))
+            b.stderr.append((tap.meta.uid, tap.rel(item[2]), item[3]))
         elif op == "event":
-            b.events.append((tap, tap.rel(item[2]), item[3], item[4]))
+            b.events.append((tap.meta.uid, tap.rel(item[2]), item[3], item[4]))
         elif op == "update":
             tap.updates.update(item[2])
             b.touched[id(tap)] = tap
         elif op == "open":
             b.opens.append(tap)
-            self._taps.append(tap)
         elif op == "close":
             for direction, framer in tap.framers.items():
                 for piece in framer.end():
@@ -285,7 +274,6 @@ class Writer:
             tap.updates.update(item[2])
             tap.updates["ended_ns"] = tap.rel(item[2]["ended_ns"])
             b.touched[id(tap)] = tap
-            b.closes.append(tap)
 
     def _frame(
         self,
@@ -298,6 +286,7 @@ class Writer:
         opcode: Opcode | None,
         extra: tuple[str, ...],
     ) -> None:
+        uid = tap.meta.uid
         seq = tap.seq
         tap.seq += 1
         tap.count += 1
@@ -315,7 +304,7 @@ class Writer:
                 rs, lat = self._pair(tap, direction, seq, t, it, anomalies)
                 b.items.append(
                     (
-                        tap,
+                        uid,
                         seq,
                         idx,
                         it.kind,
@@ -334,7 +323,7 @@ class Writer:
             self._note_initialize(tap, direction, info, request_seq)
         b.frames.append(
             (
-                tap,
+                uid,
                 seq,
                 direction.value,
                 t,
@@ -418,204 +407,34 @@ class Writer:
     def _flush(self, b: _Batch) -> None:
         if b.empty():
             return
-        if self._conn is not None and self._spill is None:
+        batch = Batch(
+            opens=[_meta_row(t.meta) for t in b.opens],
+            frames=b.frames,
+            items=b.items,
+            stderr=b.stderr,
+            events=b.events,
+            updates={
+                t.meta.uid: {**t.updates, "message_count": t.count} for t in b.touched.values()
+            },
+        )
+        if self._child is not None:
             try:
-                self._write(self._conn, b)
-                self.frames_written += len(b.frames)
+                payload = pickle.dumps(batch, protocol=5)
+                _write_all(self._child_fd, len(payload).to_bytes(8, "little") + payload)
                 return
-            except sqlite3.Error as e:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.execute("ROLLBACK")
-                for tap in b.opens:
-                    tap.capture_id = None
-                self._fail(str(e))
-        self._spill_batch(b)
-
-    def _write(self, conn: sqlite3.Connection, b: _Batch) -> None:
-        conn.execute("BEGIN IMMEDIATE")
-        for tap in b.opens:
-            m = tap.meta
-            cur = conn.execute(
-                "INSERT INTO captures (uid, transport, agent_command, cwd, upstream_url, "
-                "listen_url, pid, proxy_pid, started_at, started_ns, proxy_version, label) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    m.uid,
-                    m.transport,
-                    _json(m.agent_command) if m.agent_command else None,
-                    m.cwd,
-                    m.upstream_url,
-                    m.listen_url,
-                    m.pid,
-                    os.getpid(),
-                    m.started_at,
-                    m.started_ns,
-                    __version__,
-                    m.label,
-                ),
-            )
-            tap.capture_id = cur.lastrowid
-        if b.frames:
-            conn.executemany(
-                "INSERT INTO messages (capture_id, seq, direction, t_ns, raw, terminated, "
-                "opcode, size, kind, method, msg_id, session_id, update_kind, tool_call_id, "
-                "terminal_id, error_code, anomalies, request_seq, latency_ns) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(r[0].capture_id, *r[1:]) for r in b.frames],
-            )
-        if b.items:
-            conn.executemany(
-                "INSERT INTO batch_items VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(r[0].capture_id, *r[1:]) for r in b.items],
-            )
-        if b.stderr:
-            conn.executemany(
-                "INSERT INTO stderr (capture_id, t_ns, data) VALUES (?,?,?)",
-                [(r[0].capture_id, r[1], r[2]) for r in b.stderr],
-            )
-        if b.events:
-            conn.executemany(
-                "INSERT INTO events (capture_id, t_ns, kind, detail) VALUES (?,?,?,?)",
-                [(r[0].capture_id, r[1], r[2], _json(r[3]) if r[3] else None) for r in b.events],
-            )
-        for tap in b.touched.values():
-            fields = dict(tap.updates)
-            fields["message_count"] = tap.count
-            cols = ", ".join(f"{k} = ?" for k in fields)
-            conn.execute(
-                f"UPDATE captures SET {cols} WHERE id = ?", [*fields.values(), tap.capture_id]
-            )
-        conn.execute("COMMIT")
-        for tap in b.closes:
-            with contextlib.suppress(ValueError):
-                self._taps.remove(tap)
-
-    # -- failure: spill -----------------------------------------------------------------
-
-    def _fail(self, reason: str) -> None:
-        if self._failed_reason is None:
-            self._failed_reason = reason
-        if self._spill is not None:
-            return
-        path = Path(f"{self.db_path}.spill.{uuid.uuid4().hex[:12]}.jsonl")
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND, 0o600)
-            self._spill = os.fdopen(fd, "ab")
-            fcntl.flock(self._spill.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            self._spill_path = path
-            self._warn(
-                f"warning: cannot write recordings database {self.db_path} ({reason}); "
-                f"traffic is still forwarded; recording to {path} "
-                f"(bring it in with: acp-proxy import-spill --db {self.db_path})"
-            )
-        except OSError as e:
-            self._spill = None
-            self._warn(
-                f"warning: cannot write recordings database {self.db_path} ({reason}) nor a "
-                f"spill file ({e.strerror}); traffic is still forwarded but NOT recorded"
-            )
-
-    def _spill_batch(self, b: _Batch) -> None:
-        out = self._spill
-        lines: list[bytes] = []
-        for tap in b.opens:
-            m = tap.meta
-            lines.append(
-                _json_line(
-                    {
-                        "t": "capture",
-                        "uid": m.uid,
-                        "transport": m.transport,
-                        "agent_command": m.agent_command,
-                        "cwd": m.cwd,
-                        "upstream_url": m.upstream_url,
-                        "listen_url": m.listen_url,
-                        "pid": m.pid,
-                        "proxy_pid": os.getpid(),
-                        "started_at": m.started_at,
-                        "started_ns": m.started_ns,
-                        "label": m.label,
-                    }
+            except OSError as e:
+                self._warn(
+                    f"warning: the recorder process stopped ({e.strerror}); "
+                    "recording in this process from now on"
                 )
-            )
-        for r in b.frames:
-            lines.append(
-                _json_line(
-                    {
-                        "t": "frame",
-                        "uid": r[0].meta.uid,
-                        "seq": r[1],
-                        "dir": r[2],
-                        "t_ns": r[3],
-                        "raw": base64.b64encode(r[4]).decode(),
-                        "terminated": r[5],
-                        "opcode": r[6],
-                    }
-                )
-            )
-        for r in b.stderr:
-            lines.append(
-                _json_line(
-                    {
-                        "t": "stderr",
-                        "uid": r[0].meta.uid,
-                        "t_ns": r[1],
-                        "data": base64.b64encode(r[2]).decode(),
-                    }
-                )
-            )
-        for r in b.events:
-            lines.append(
-                _json_line(
-                    {"t": "event", "uid": r[0].meta.uid, "t_ns": r[1], "kind": r[2], "detail": r[3]}
-                )
-            )
-        for tap in b.touched.values():
-            lines.append(
-                _json_line({"t": "update", "uid": tap.meta.uid, "fields": dict(tap.updates)})
-            )
-        if out is None:
-            self.lost += len(b.frames)
-            for tap in b.touched.values():
-                tap.lost += sum(1 for r in b.frames if r[0] is tap)
-            return
-        try:
-            out.write(b"".join(lines))
-            out.flush()
-        except OSError as e:
-            self.lost += len(b.frames)
-            self._warn(
-                f"warning: spill file {self._spill_path} failed ({e.strerror}); "
-                f"{len(b.frames)} frames lost"
-            )
-
-    def _reimport_own_spill(self) -> None:
-        if self._spill_path is None:
-            return
-        try:
-            conn = connect(self.db_path)
-            migrate(conn)
-        except (StoreError, sqlite3.Error):
-            return
-        try:
-            import_spill(conn, self._spill_path)
-        except sqlite3.Error:
-            return
-        finally:
-            conn.close()
-        self._warn(f"recordings from {self._spill_path} are now in {self.db_path}")
-
-    def _import_leftover_spills(self) -> None:
-        assert self._conn is not None
-        for path in spill_files(self.db_path):
-            with contextlib.suppress(sqlite3.Error, OSError):
-                n = import_spill(self._conn, path)
-                if n is not None:
-                    self._warn(f"imported {n} spilled frames from {path}")
+                self._child = None
+        if self._sink is None:
+            self._sink = SqliteSink(self.db_path, warn=self._warn)
+        self._sink.write(batch)
 
 
 class _Batch:
-    __slots__ = ("closes", "events", "frames", "items", "opens", "stderr", "touched")
+    __slots__ = ("events", "frames", "items", "opens", "stderr", "touched")
 
     def __init__(self) -> None:
         self.opens: list[Tap] = []
@@ -624,7 +443,6 @@ class _Batch:
         self.stderr: list[tuple[Any, ...]] = []
         self.events: list[tuple[Any, ...]] = []
         self.touched: dict[int, Tap] = {}
-        self.closes: list[Tap] = []
 
     @property
     def rows(self) -> int:
@@ -634,176 +452,38 @@ class _Batch:
         return not (self.opens or self.frames or self.stderr or self.events or self.touched)
 
 
-def _json(v: Any) -> str:
-    return orjson.dumps(v, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+def _meta_row(m: CaptureMeta) -> dict[str, Any]:
+    return {
+        "uid": m.uid,
+        "transport": m.transport,
+        "agent_command": m.agent_command,
+        "cwd": m.cwd,
+        "upstream_url": m.upstream_url,
+        "listen_url": m.listen_url,
+        "pid": m.pid,
+        "proxy_pid": os.getpid(),
+        "started_at": m.started_at,
+        "started_ns": m.started_ns,
+        "label": m.label,
+    }
 
 
-def _json_line(v: Any) -> bytes:
-    return orjson.dumps(v, default=str) + b"\n"
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
-def spill_files(db_path: Path) -> list[Path]:
-    """Spill files that belong to ``db_path``."""
-    p = Path(db_path)
-    return sorted(p.parent.glob(p.name + ".spill.*.jsonl"))
-
-
-def import_spill(conn: sqlite3.Connection, path: Path) -> int | None:
-    """Bring a spill file's records into the database; returns frames imported.
-
-    Returns ``None`` (and leaves the file) when another process still writes it. Derived
-    fields are recomputed from the raw bytes; pairing is redone for the affected captures.
-    The file is removed once its records are committed.
-    """
+def _spawn_child(db_path: Path) -> subprocess.Popen[bytes] | None:
+    """The SQLite process; ``None`` when it cannot be started (we then write in-process)."""
     try:
-        f = open(path, "rb")  # noqa: SIM115 - held for the lock
-    except FileNotFoundError:
-        return 0
-    with f:
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return None
-        records = [orjson.loads(line) for line in f if line.strip()]
-        n = _import_records(conn, records)
-        path.unlink()
-    return n
-
-
-def _import_records(conn: sqlite3.Connection, records: Iterable[dict[str, Any]]) -> int:
-    ids: dict[str, int] = {}
-
-    def capture_id(uid: str) -> int:
-        if uid not in ids:
-            row = conn.execute("SELECT id FROM captures WHERE uid = ?", [uid]).fetchone()
-            if row is None:
-                cur = conn.execute(
-                    "INSERT INTO captures (uid, transport, started_at, started_ns, "
-                    "proxy_version) VALUES (?, 'unknown', ?, 0, ?)",
-                    [uid, _now_iso(), __version__],
-                )
-                ids[uid] = int(cur.lastrowid or 0)
-            else:
-                ids[uid] = int(row[0])
-        return ids[uid]
-
-    frames = 0
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for r in records:
-            t = r["t"]
-            if t == "capture":
-                cid = capture_id(r["uid"])
-                conn.execute(
-                    "UPDATE captures SET transport=?, agent_command=?, cwd=?, upstream_url=?, "
-                    "listen_url=?, pid=?, proxy_pid=?, started_at=?, started_ns=?, label=? "
-                    "WHERE id=?",
-                    [
-                        r["transport"],
-                        _json(r["agent_command"]) if r["agent_command"] else None,
-                        r["cwd"],
-                        r["upstream_url"],
-                        r["listen_url"],
-                        r["pid"],
-                        r["proxy_pid"],
-                        r["started_at"],
-                        r["started_ns"],
-                        r["label"],
-                        cid,
-                    ],
-                )
-            elif t == "frame":
-                cid = capture_id(r["uid"])
-                raw = base64.b64decode(r["raw"])
-                opcode = r.get("opcode")
-                info = (
-                    Info(Kind.INVALID, anomalies=["binary"])
-                    if opcode == "binary"
-                    else classify(raw)
-                )
-                anomalies = [*info.anomalies, "spilled"]
-                conn.execute(
-                    "INSERT OR IGNORE INTO messages (capture_id, seq, direction, t_ns, raw, "
-                    "terminated, opcode, size, kind, method, msg_id, session_id, update_kind, "
-                    "tool_call_id, terminal_id, error_code, anomalies) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    [
-                        cid,
-                        r["seq"],
-                        r["dir"],
-                        r["t_ns"],
-                        raw,
-                        r["terminated"],
-                        opcode,
-                        len(raw),
-                        info.kind,
-                        info.method,
-                        info.id,
-                        info.session_id,
-                        info.update_kind,
-                        info.tool_call_id,
-                        info.terminal_id,
-                        info.error_code,
-                        ",".join(anomalies),
-                    ],
-                )
-                frames += 1
-            elif t == "stderr":
-                conn.execute(
-                    "INSERT INTO stderr (capture_id, t_ns, data) VALUES (?,?,?)",
-                    [capture_id(r["uid"]), r["t_ns"], base64.b64decode(r["data"])],
-                )
-            elif t == "event":
-                conn.execute(
-                    "INSERT INTO events (capture_id, t_ns, kind, detail) VALUES (?,?,?,?)",
-                    [
-                        capture_id(r["uid"]),
-                        r["t_ns"],
-                        r["kind"],
-                        _json(r["detail"]) if r["detail"] else None,
-                    ],
-                )
-            elif t == "update":
-                fields = {k: v for k, v in r["fields"].items() if k.isidentifier()}
-                if fields:
-                    cols = ", ".join(f"{k} = ?" for k in fields)
-                    conn.execute(
-                        f"UPDATE captures SET {cols} WHERE id = ?",
-                        [*fields.values(), capture_id(r["uid"])],
-                    )
-        for cid in ids.values():
-            repair_pairs(conn, cid)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    return frames
-
-
-def repair_pairs(conn: sqlite3.Connection, capture_id: int) -> None:
-    """Recompute request/response pairing and the message count of one capture."""
-    pending: dict[tuple[str, str], tuple[int, int, str | None]] = {}
-    updates: list[tuple[Any, ...]] = []
-    rows = conn.execute(
-        "SELECT seq, direction, t_ns, kind, msg_id, method FROM messages "
-        "WHERE capture_id = ? AND msg_id IS NOT NULL ORDER BY seq",
-        [capture_id],
-    ).fetchall()
-    for seq, direction, t, kind, msg_id, method in rows:
-        if kind == Kind.REQUEST:
-            pending[(direction, msg_id)] = (seq, t, method)
-        elif kind in (Kind.RESPONSE, Kind.ERROR):
-            other = Direction(direction).opposite.value
-            found = pending.pop((other, msg_id), None)
-            if found is not None:
-                updates.append((found[0], t - found[1], found[2], capture_id, seq))
-    conn.executemany(
-        "UPDATE messages SET request_seq = ?, latency_ns = ?, method = COALESCE(method, ?) "
-        "WHERE capture_id = ? AND seq = ?",
-        updates,
-    )
-    conn.execute(
-        "UPDATE captures SET message_count = "
-        "(SELECT COUNT(*) FROM messages WHERE capture_id = ?) WHERE id = ?",
-        [capture_id, capture_id],
-    )
+        return subprocess.Popen(
+            [sys.executable, "-m", "proxy.recorder_child", str(db_path)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=None,
+            close_fds=True,
+            start_new_session=True,  # a Ctrl-C to the terminal must not cut it short
+        )
+    except OSError:
+        return None

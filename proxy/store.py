@@ -17,8 +17,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
 from .errors import SchemaError, StoreError, UsageError
 from .events import Direction, Frame, Opcode
 
@@ -221,6 +219,8 @@ class Store:
         self.conn = connect(self.path, create=False)
         with contextlib.suppress(sqlite3.OperationalError):  # read-only: read what is there
             migrate(self.conn)
+        import sqlite_utils  # only the read side needs it
+
         self.db = sqlite_utils.Database(self.conn)
 
     def close(self) -> None:

@@ -193,7 +193,20 @@ def test_missing_and_non_executable_agent(db: Path, tmp_path: Path) -> None:
     assert rows == [(127,), (126,)]
 
 
-def test_sigkill_of_the_proxy_during_a_flood_leaves_a_sound_prefix(db: Path) -> None:
+def _recorder_children(db: Path) -> list[int]:
+    """Pids of recorder processes writing ``db``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"proxy.recorder_child" in cmd and str(db).encode() in cmd:
+            pids.append(int(entry.name))
+    return pids
+
+
+def _flood_then_kill(db: Path, *, kill_recorder: bool) -> None:
     proc = subprocess.Popen(
         [*PROXY, "record", "--db", str(db), "--", *peer("lifecycle_agent.py", "flood", "400000")],
         stdin=subprocess.PIPE,
@@ -206,12 +219,27 @@ def test_sigkill_of_the_proxy_during_a_flood_leaves_a_sound_prefix(db: Path) -> 
         chunk = proc.stdout.read1(1 << 16)  # type: ignore[attr-defined]
         assert chunk
         got += len(chunk)
+    time.sleep(0.3)  # some of it is in the database by now
+    children = _recorder_children(db)
+    assert len(children) == 1
+    if kill_recorder:
+        os.kill(children[0], signal.SIGKILL)
     proc.kill()
     proc.wait()
+    deadline = time.monotonic() + 60
+    while _recorder_children(db) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _recorder_children(db)
+
+
+@pytest.mark.parametrize("kill_recorder", [False, True])
+def test_sigkill_during_a_flood_leaves_a_sound_prefix(db: Path, kill_recorder: bool) -> None:
+    _flood_then_kill(db, kill_recorder=kill_recorder)
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     seqs = [s for (s,) in conn.execute("SELECT seq FROM messages ORDER BY seq")]
     assert seqs == list(range(len(seqs)))
+    assert len(seqs) > 0
     texts = [bytes(r) for (r,) in conn.execute("SELECT raw FROM messages ORDER BY seq")]
     for i, raw in enumerate(texts):
         assert raw.endswith(b'"text":"%08d"}}}}' % i)
