@@ -100,6 +100,8 @@ class SqliteSink:
         self._spill: IO[bytes] | None = None
         self._spill_path: Path | None = None
         self.lost = 0
+        self._lost_by_uid: dict[str, list[int]] = {}  # uid -> [frames, first seq, last seq]
+        self._metas: dict[str, dict[str, Any]] = {}
         self.frames_written = 0
         try:
             self._conn = connect(self.db_path)
@@ -140,8 +142,50 @@ class SqliteSink:
                 self._conn.execute("PRAGMA optimize")
             self._conn.close()
             self._conn = None
-        if self.lost and self._spill_path is not None:  # else the first warning said so
-            self._warn(f"warning: {self.lost} frames could not be recorded anywhere")
+        if self.lost:
+            self._record_gaps()
+            if self._spill_path is not None:  # else the first warning said so already
+                self._warn(f"warning: {self.lost} frames could not be recorded anywhere")
+
+    def _record_gaps(self) -> None:
+        """Loss that happened anyway is written down as ``gap`` events once the database
+        can be written again (DESIGN.md principle 3)."""
+        try:
+            conn = connect(self.db_path)
+            migrate(conn)
+        except (StoreError, sqlite3.Error):
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for uid, (count, first, last) in self._lost_by_uid.items():
+                row = conn.execute("SELECT id FROM captures WHERE uid = ?", [uid]).fetchone()
+                if row is None:
+                    m = self._metas.get(uid, {})
+                    row = conn.execute(
+                        "INSERT INTO captures (uid, transport, started_at, started_ns, "
+                        "proxy_version, label) VALUES (?,?,?,?,?,?) RETURNING id",
+                        [
+                            uid,
+                            m.get("transport", "unknown"),
+                            m.get("started_at", now_iso()),
+                            m.get("started_ns", 0),
+                            __version__,
+                            m.get("label"),
+                        ],
+                    ).fetchone()
+                conn.execute(
+                    "INSERT INTO events (capture_id, t_ns, kind, detail) VALUES (?, 0, 'gap', ?)",
+                    [row[0], _json({"frames": count, "first_seq": first, "last_seq": last})],
+                )
+                conn.execute(
+                    "UPDATE captures SET lost_count = lost_count + ? WHERE id = ?", [count, row[0]]
+                )
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        finally:
+            conn.close()
 
     # -- database -----------------------------------------------------------------------
 
@@ -217,9 +261,18 @@ class SqliteSink:
                 f"spill file ({e.strerror}); traffic is still forwarded but NOT recorded"
             )
 
+    def _count_lost(self, b: Batch) -> None:
+        for m in b.opens:
+            self._metas[m["uid"]] = m
+        self.lost += len(b.frames)
+        for r in b.frames:
+            entry = self._lost_by_uid.setdefault(r[0], [0, r[1], r[1]])
+            entry[0] += 1
+            entry[2] = r[1]
+
     def _spill_batch(self, b: Batch) -> None:
         if self._spill is None:
-            self.lost += len(b.frames)
+            self._count_lost(b)
             return
         lines = [_json_line({"t": "capture", **m}) for m in b.opens]
         lines += [
