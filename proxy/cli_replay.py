@@ -94,15 +94,19 @@ def replay_agent(
     pace = Timing.parse(timing)
     recording = load_recording(capture, _db(db), session=session)
     mode = MatchMode(match)
-    if listen is not None:
-        host, port = parse_listen(listen)
-        ok = asyncio.run(
-            serve_websocket(
-                recording, host, port, mode=mode, timing=pace, keep_serving=keep_serving
+    try:
+        if listen is not None:
+            host, port = parse_listen(listen)
+            ok = asyncio.run(
+                serve_websocket(
+                    recording, host, port, mode=mode, timing=pace, keep_serving=keep_serving
+                )
             )
-        )
-    else:
-        ok = asyncio.run(serve_stdio(recording, mode=mode, timing=pace))
+        else:
+            ok = asyncio.run(serve_stdio(recording, mode=mode, timing=pace))
+    except KeyboardInterrupt:
+        sys.stderr.flush()
+        os._exit(130)
     sys.stderr.flush()
     sys.stdout.flush()
     os._exit(0 if ok else 1)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .events import Direction
-from .jsonrpc import Kind, classify
+from .jsonrpc import Kind, classify, id_token
 from .replay_match import (
     Difference,
     Mapper,
@@ -276,7 +276,19 @@ class AgentStandIn:
     def _equal(self, live: Message, rec: Message) -> bool:
         if live.method != rec.method:
             return False
-        return bool(self._canon(self.mapper.to_recorded(live.params)) == self._canon(rec.params))
+        params = self.mapper.to_recorded(live.params)
+        if live.method == "$/cancel_request" and isinstance(params, dict):
+            params = {**params, "requestId": self._recorded_id(params.get("requestId"))}
+        return bool(self._canon(params) == self._canon(rec.params))
+
+    def _recorded_id(self, value: Any) -> Any:
+        """The recorded id of a request the live client sent with id ``value`` (§7.3: a
+        client's ``$/cancel_request`` names its own request)."""
+        token = id_token(value)
+        for seq, live in self._s.live_id.items():
+            if live == token:
+                return self.by_seq[seq].id
+        return value
 
     def _error_reply(self, live: Message) -> Emit:
         recorded_methods = {m.method for m in self._client if m.kind == Kind.REQUEST}

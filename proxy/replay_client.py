@@ -149,7 +149,12 @@ class ClientStandIn:
         """A frame from the live agent; returns what to send back (answers to its requests)."""
         info = classify(raw)
         value = info.value
-        if info.kind in (Kind.INVALID, Kind.BATCH) or not isinstance(value, dict):
+        if info.kind == Kind.BATCH:
+            self._problem(
+                "unexpected_message", "the agent sent a batch; replay does not answer those"
+            )
+            return []
+        if info.kind == Kind.INVALID or not isinstance(value, dict):
             return []
         live = Message(
             seq=-1,

@@ -293,3 +293,16 @@ def test_compare_reports_stop_reason_statuses_and_files() -> None:
     masked = parse_ignore(["params.content"])
     assert summarise_run(recording((A, req(1, "fs/write_text_file", path="/f", content="z"))),
                          ignore=masked).files == {"/f": "None"}  # fmt: skip
+
+
+def test_a_clients_cancel_request_names_its_own_live_id() -> None:
+    rec = recording(
+        (C, req(3, "_x/slow")),
+        (C, note("$/cancel_request", requestId=3)),
+        (A, {"jsonrpc": "2.0", "id": 3, "error": {"code": -32800, "message": "cancelled"}}),
+    )
+    s = AgentStandIn(rec)
+    assert send(s, req("live-9", "_x/slow")) == []
+    (answer,) = send(s, note("$/cancel_request", requestId="live-9"))
+    assert answer["id"] == "live-9" and answer["error"]["code"] == -32800
+    assert s.clean

@@ -119,3 +119,18 @@ async def test_a_client_answering_permission_differently_is_reported(
         "the client answered session/request_permission [2] differently from the recording "
         '(result.outcome.optionId: recorded "allow", got "reject")'
     ) in err
+
+
+async def test_keep_serving_replays_from_the_start_for_each_client(demo_db: Path) -> None:
+    init = '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'
+    async for server in _serve(
+        *replay_agent_cmd(demo_db, "--listen", "127.0.0.1:0", "--keep-serving")
+    ):
+        for _ in range(2):
+            async with connect(server.url) as ws:
+                await ws.send(init)
+                assert '"agentInfo"' in await asyncio.wait_for(ws.recv(), 10)
+        server.proc.send_signal(2)  # SIGINT: how a person stops it
+        code, err = await server.result()
+        assert code == 130
+        assert err.count("client connected") == 2
