@@ -19,7 +19,7 @@ import orjson
 
 from . import __version__
 from .errors import AgentSpawnError, ProxyError, UsageError
-from .store import Store, default_db_path
+from .store import Store, StoredFrame, default_db_path
 
 __all__ = ["main"]
 
@@ -59,6 +59,41 @@ def db_option(fn: F) -> F:
 
 def json_option(fn: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(fn)
+
+
+def filter_options(fn: F) -> F:
+    """--method/--kind/--session/--direction/--update, shared by the frame listings."""
+    for opt in reversed(
+        [
+            click.option(
+                "--method", "method", metavar="GLOB", help="Only methods matching, e.g. 'fs/*'."
+            ),
+            click.option(
+                "--kind",
+                "kind",
+                type=click.Choice(
+                    ["request", "notification", "response", "error", "batch", "invalid"]
+                ),
+                help="Only frames of this kind.",
+            ),
+            click.option("--session", "session", metavar="ID", help="Only this ACP session."),
+            click.option(
+                "--direction",
+                "direction",
+                type=click.Choice(["c2a", "a2c"]),
+                help="c2a: client→agent; a2c: agent→client.",
+            ),
+            click.option(
+                "--update",
+                "update",
+                metavar="GLOB",
+                help="Only session/update kinds matching, e.g. 'tool_call*'.",
+            ),
+            click.option("--anomalous", is_flag=True, help="Only frames with anomalies."),
+        ]
+    ):
+        fn = opt(fn)
+    return fn
 
 
 def _db(db: Path | None) -> Path:
@@ -250,28 +285,46 @@ def show(
 
 @main.command(context_settings=CONTEXT)
 @db_option
+@json_option
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new frames as they arrive.")
 @click.option(
-    "-n",
-    "--lines",
-    type=int,
-    default=20,
-    show_default=True,
-    help="Frames of history to print first.",
+    "-n", "--lines", type=int, default=20, show_default=True, help="Frames of history first."
 )
-@click.option(
-    "--capture", "capture", default=None, help="Only this capture (default: all captures)."
-)
+@click.option("--capture", "capture", default=None, help="Only this capture (default: all).")
+@filter_options
 @click.option("--interval", type=float, default=0.2, show_default=True, hidden=True)
 @handle_errors
-def tail(db: Path | None, follow: bool, lines: int, capture: str | None, interval: float) -> None:
+def tail(
+    db: Path | None,
+    as_json: bool,
+    follow: bool,
+    lines: int,
+    capture: str | None,
+    interval: float,
+    **filters: Any,
+) -> None:
     """Print the latest frames, and with -f follow new ones live.
 
     \b
-    Example (in a second terminal while an editor runs the agent):
+    Examples (in a second terminal while an editor runs the agent):
         acp-proxy tail -f
+        acp-proxy tail -f --method 'session/*' --kind request --json
     """
-    from .report import frame_line
+    from .export import frame_object
+    from .report import FrameFilter, frame_line
+
+    keep = FrameFilter(**filters)
+    uids: dict[int, str] = {}
+
+    def emit(f: StoredFrame) -> None:
+        if not keep(f):
+            return
+        if as_json:
+            if f.capture_id not in uids:
+                uids[f.capture_id] = store.capture(f.capture_id)["uid"]
+            click.echo(orjson.dumps(frame_object(f, uids[f.capture_id])).decode())
+        else:
+            click.echo(f"c{f.capture_id} {frame_line(f)}")
 
     path = _db(db)
     while follow and not path.exists():
@@ -279,9 +332,10 @@ def tail(db: Path | None, follow: bool, lines: int, capture: str | None, interva
     store = Store(path)
     cid = store.capture(capture)["id"] if capture else None
     last = store.max_rowid()
-    history = store.frames_after_rowid(max(last - lines * 4, 0), cid)[-lines:] if lines else []
-    for f in history:
-        click.echo(f"c{f.capture_id} {frame_line(f)}")
+    filtering = any(v not in (None, False) for v in filters.values())
+    history = store.last_frames(min(lines * 50, 100_000) if filtering else lines, cid)
+    for f in [f for f in history if keep(f)][-lines:] if lines else []:
+        emit(f)
     sys.stdout.flush()
     if not follow:
         return
@@ -289,7 +343,7 @@ def tail(db: Path | None, follow: bool, lines: int, capture: str | None, interva
         while True:
             new = store.frames_after_rowid(last, cid)
             for f in new:
-                click.echo(f"c{f.capture_id} {frame_line(f)}")
+                emit(f)
                 last = f.rowid
             if new:
                 sys.stdout.flush()

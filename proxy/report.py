@@ -8,7 +8,9 @@ stay authoritative; a summary never hides that a frame is odd (anomalies are sho
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
+from fnmatch import fnmatchcase
 from typing import Any
 
 import orjson
@@ -16,9 +18,34 @@ import orjson
 from .jsonrpc import decode
 from .store import StoredFrame
 
-__all__ = ["capture_header", "capture_row", "frame_line", "summary"]
+__all__ = ["FrameFilter", "capture_header", "capture_row", "frame_line", "summary"]
 
 _WIDTH = 72
+
+
+@dataclass(frozen=True, slots=True)
+class FrameFilter:
+    """Which frames a listing shows; every criterion given must hold."""
+
+    method: str | None = None
+    kind: str | None = None
+    session: str | None = None
+    direction: str | None = None
+    update: str | None = None
+    anomalous: bool = False
+
+    def __call__(self, f: StoredFrame) -> bool:
+        if self.method is not None and not fnmatchcase(f.method or "", self.method):
+            return False
+        if self.kind is not None and f.kind != self.kind:
+            return False
+        if self.session is not None and f.session_id != self.session:
+            return False
+        if self.direction is not None and f.direction.value != self.direction:
+            return False
+        if self.update is not None and not fnmatchcase(f.update_kind or "", self.update):
+            return False
+        return not (self.anomalous and not f.anomalies)
 
 
 def _short(text: str, width: int = 60) -> str:

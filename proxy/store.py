@@ -291,6 +291,17 @@ class Store:
         sql += " ORDER BY id LIMIT 5000"
         return [_stored(r) for r in self.conn.execute(sql, args)]
 
+    def last_frames(self, n: int, capture_id: int | None = None) -> list[StoredFrame]:
+        """The ``n`` most recently inserted frames (of one capture unless None), oldest first."""
+        sql = f"SELECT {_FRAME_COLUMNS} FROM messages"
+        args: list[Any] = []
+        if capture_id is not None:
+            sql += " WHERE capture_id = ?"
+            args.append(capture_id)
+        sql += " ORDER BY id DESC LIMIT ?"
+        args.append(n)
+        return [_stored(r) for r in reversed(self.conn.execute(sql, args).fetchall())]
+
     def max_rowid(self) -> int:
         return int(self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
 

@@ -152,3 +152,21 @@ def test_stream_bytes_of_demo_are_newline_json(db: Path) -> None:
         for line in data.splitlines():
             json.loads(line)
     store.close()
+
+
+def test_tail_filters_and_json(db: Path) -> None:
+    cli("demo", "--db", str(db))
+    out = cli("tail", "--db", str(db), "-n", "100", "--method", "terminal/*", "--json").stdout
+    objs = [json.loads(line) for line in out.splitlines()]
+    assert {o["method"] for o in objs} == {
+        "terminal/create",
+        "terminal/output",
+        "terminal/wait_for_exit",
+        "terminal/release",
+    }
+    assert {o["kind"] for o in objs} == {"request", "response"}
+    text = cli("tail", "--db", str(db), "-n", "2", "--kind", "request", "--direction", "c2a")
+    lines = text.stdout.splitlines()
+    assert len(lines) == 2 and all("→ request" in line for line in lines)
+    updates = cli("tail", "--db", str(db), "-n", "1000", "--update", "tool_call*").stdout
+    assert updates and all("tool_call" in line for line in updates.splitlines())
