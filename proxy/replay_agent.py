@@ -36,7 +36,9 @@ from .replay_match import (
     Difference,
     Mapper,
     Message,
+    Problem,
     canonical,
+    closest_request,
     differences,
     dump,
     dump_with_id,
@@ -44,7 +46,7 @@ from .replay_match import (
     summarise,
 )
 
-__all__ = ["AgentStandIn", "Emit", "MatchMode", "Problem", "closest_request"]
+__all__ = ["AgentStandIn", "Emit", "MatchMode"]
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 
@@ -62,26 +64,6 @@ class Emit:
     data: bytes
     recorded: Message | None
     terminated: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """Something that kept the replay from running clean (``note`` problems do not)."""
-
-    kind: str  # unmatched_request, unexpected_message, different_answer, not_received, ...
-    message: str
-    seq: int | None = None
-    note: bool = False
-    details: tuple[Difference, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "message": self.message,
-            "seq": self.seq,
-            "note": self.note,
-            "differences": [d.to_json() for d in self.details],
-        }
 
 
 @dataclass(slots=True)
@@ -383,26 +365,6 @@ class AgentStandIn:
         details: tuple[Difference, ...] = (),
     ) -> None:
         self.problems.append(Problem(kind, message, seq, note, details))
-
-
-def closest_request(
-    live: Message, recorded: list[Message], mapper: Mapper
-) -> tuple[Message | None, list[Difference]]:
-    """The recorded message most like ``live`` (same method first, fewest differences)."""
-    best: tuple[int, Message, list[Difference]] | None = None
-    known_cwd = mapper.known_recorded_cwd
-    for m in recorded:
-        want = canonical({"method": m.method, "params": m.params}, known_cwd=known_cwd)
-        got = canonical(
-            {"method": live.method, "params": mapper.to_recorded(live.params)}, known_cwd=known_cwd
-        )
-        diffs = differences(want, got, limit=50)
-        score = len(diffs) + (1000 if m.method != live.method else 0)
-        if best is None or score < best[0]:
-            best = (score, m, diffs[:5])
-    if best is None:
-        return None, []
-    return best[1], best[2]
 
 
 def _dependencies(

@@ -31,11 +31,12 @@ from typing import Any
 
 from .events import Direction
 from .jsonrpc import Kind, classify
-from .replay_agent import Problem, closest_request
 from .replay_match import (
     Mapper,
     Message,
+    Problem,
     canonical,
+    closest_request,
     dump,
     dump_with_id,
     shape,

@@ -3,9 +3,10 @@
 What belongs here: reading a capture's frames into :class:`Message` values (parsed, paired
 with their partner by direction and id token, PROTOCOL.md §1), the :class:`Mapper` that keeps
 the volatile values of two runs consistent (session ids both ways, working directories as
-path prefixes), the canonical form two messages are compared in, and readable field-by-field
-differences. Nothing here does I/O; both stand-ins (``replay_agent``, ``replay_client``) and
-the run comparison (``replay_diff``) build on it.
+path prefixes), the canonical form two messages are compared in, readable field-by-field
+differences, the closest recorded message to a live one, and the :class:`Problem` records
+both stand-ins report. Nothing here does I/O; both stand-ins (``replay_agent``,
+``replay_client``) and the run comparison (``replay_diff``) build on it.
 
 Volatile fields (ignored or remapped when comparing, PROTOCOL.md §7.1, §12.6):
 ``_meta`` at any level (trace context, per-run data), ``null`` members (an SDK may leave
@@ -26,13 +27,15 @@ from typing import Any
 import orjson
 
 from .events import Direction, Frame
-from .jsonrpc import Kind, classify, id_token
+from .jsonrpc import Kind, classify
 
 __all__ = [
     "Difference",
     "Mapper",
     "Message",
+    "Problem",
     "canonical",
+    "closest_request",
     "differences",
     "dump",
     "dump_with_id",
@@ -361,5 +364,41 @@ def dump_with_id(value: dict[str, Any], token: str) -> bytes:
     return dump(marked).replace(orjson.dumps(_ID_MARK), token.encode(), 1)
 
 
-def same_id(token: str | None, value: Any) -> bool:
-    return token is not None and token == id_token(value)
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something that kept the replay from running clean (``note`` problems do not)."""
+
+    kind: str  # unmatched_request, unexpected_message, different_answer, not_received, ...
+    message: str
+    seq: int | None = None
+    note: bool = False
+    details: tuple[Difference, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "seq": self.seq,
+            "note": self.note,
+            "differences": [d.to_json() for d in self.details],
+        }
+
+
+def closest_request(
+    live: Message, recorded: list[Message], mapper: Mapper
+) -> tuple[Message | None, list[Difference]]:
+    """The recorded message most like ``live`` (same method first, fewest differences)."""
+    best: tuple[int, Message, list[Difference]] | None = None
+    known_cwd = mapper.known_recorded_cwd
+    for m in recorded:
+        want = canonical({"method": m.method, "params": m.params}, known_cwd=known_cwd)
+        got = canonical(
+            {"method": live.method, "params": mapper.to_recorded(live.params)}, known_cwd=known_cwd
+        )
+        diffs = differences(want, got, limit=50)
+        score = len(diffs) + (1000 if m.method != live.method else 0)
+        if best is None or score < best[0]:
+            best = (score, m, diffs[:5])
+    if best is None:
+        return None, []
+    return best[1], best[2]

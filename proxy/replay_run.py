@@ -24,9 +24,9 @@ from .events import Direction
 from .framing import LineFramer
 from .recorder import CaptureMeta, Tap, Writer
 from .replay import Recording, load_recording
-from .replay_agent import Problem
 from .replay_client import ClientStandIn
 from .replay_diff import Divergence, RunSummary, compare, parse_ignore, summarise_run
+from .replay_match import Problem
 
 __all__ = ["Outcome", "replay_client"]
 
