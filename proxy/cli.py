@@ -7,12 +7,13 @@ are one line on stderr and a non-zero exit; a traceback means a bug.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import click
 import orjson
@@ -108,7 +109,28 @@ def _dump(v: Any) -> None:
     click.echo(orjson.dumps(v, option=orjson.OPT_INDENT_2, default=str).decode())
 
 
-@click.group(context_settings=CONTEXT)
+class LazyGroup(click.Group):
+    """Commands in their own modules are imported only when used, so that ``record`` starts
+    fast (the agent is spawned sooner) and ``--help`` stays cheap."""
+
+    lazy: ClassVar[dict[str, str]] = {  # command name -> module that registers it on ``main``
+        "tools": "cli_views",
+        "terminals": "cli_views",
+        "diffs": "cli_views",
+        "ws": "cli_ws",
+        "replay": "cli_replay",
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self.lazy))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            importlib.import_module(f"proxy.{self.lazy[cmd_name]}")
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings=CONTEXT)
 @click.version_option(__version__, "-V", "--version", prog_name="acp-proxy")
 def main() -> None:
     """A transparent recording proxy for the Agent Client Protocol (ACP).
@@ -474,13 +496,6 @@ def demo(db: Path | None, keep_going: bool) -> None:
     if c.get("exit_code") not in (0, None):
         raise UsageError(f"demo agent exited with {c['exit_code']}")
 
-
-def _register_command_modules() -> None:
-    """Commands that live in their own modules register themselves on ``main``."""
-    from . import cli_replay, cli_views, cli_ws  # noqa: F401
-
-
-_register_command_modules()
 
 if __name__ == "__main__":  # pragma: no cover
     main()
