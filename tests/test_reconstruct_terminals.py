@@ -6,9 +6,13 @@ import base64
 import json
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from proxy.events import Direction, Frame
 from proxy.export import read_jsonl
 from proxy.reconstruct import reconstruct, render_screen
+from proxy.reconstruct.terminals import _emulate, _plain_layout
 from proxy.reconstruct.views import terminals_json
 
 DATA = Path(__file__).parent / "data" / "reconstruct"
@@ -152,3 +156,29 @@ def test_render_screen_keeps_lines_beyond_the_terminal_height() -> None:
     text = "".join(f"line {i}\n" for i in range(100))
     lines = render_screen(text, 20, 5)
     assert len(lines) == 100 and lines[-1] == "line 99"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["a", "bc", " ", "\n", "\r\n", "✔", "\x1b[31m", "\x1b[0m", "xyzzy"]),
+        max_size=40,
+    ),
+    st.integers(min_value=1, max_value=9),
+)
+def test_the_plain_layout_shortcut_matches_the_emulator(parts: list[str], width: int) -> None:
+    text = "".join(parts)
+    fast = _plain_layout(text, width)
+    assert fast is not None
+    slow = _emulate(text, width, 24)
+    while fast and not fast[-1]:
+        fast.pop()
+    while slow and not slow[-1]:
+        slow.pop()
+    assert fast == slow
+
+
+def test_output_with_controls_goes_through_the_emulator() -> None:
+    assert _plain_layout("a\rb", 10) is None
+    assert _plain_layout("\x1b[2Kx", 10) is None
+    assert _plain_layout("中", 10) is None

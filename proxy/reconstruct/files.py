@@ -52,13 +52,28 @@ class FileChange:
     source: str  # "diff" (tool call content), "fs_write"
     file_type: str | None = None
     mime_type: str | None = None
-    patch: str | None = None
+    section: str | None = None  # v2: the git_patch section for this change, as sent
+    rel: str | None = None  # when both sides are known: the path to write in a made patch
     old_text: str | None = None
     new_text: str | None = None
     stale: bool = False
     ok: bool | None = None  # fs_write: whether the client reported success
     meta: Any = None
     raw: Any = None
+    _made: str | None = None
+
+    @property
+    def patch(self) -> str | None:
+        """Unified diff text: the v2 section as sent, else one made from the known old and
+        new texts (made when first asked for, as most views never need it); ``None`` when
+        neither exists or nothing changed."""
+        if self.section is not None:
+            return self.section
+        if self.rel is None:
+            return None
+        if self._made is None:
+            self._made = unified(self.old_text, self.new_text, self.rel)
+        return self._made or None
 
 
 @dataclass(slots=True)
@@ -159,7 +174,7 @@ class Files:
                 t_ns,
                 "diff",
                 file_type="text",
-                patch=unified(old, new, rel) or None,
+                rel=rel,
                 old_text=old,
                 new_text=new,
                 stale=stale,
@@ -224,7 +239,6 @@ class Files:
         known = exists is False or (exists is True and current is not None)
         disk_before = (h.disk_exists, h.disk_content)
         h.disk_exists, h.disk_content = True, content
-        patch = unified(before, content, display_path(path, cwd)) if known else None
         change = FileChange(
             path,
             "add" if exists is False else "modify",
@@ -235,7 +249,7 @@ class Files:
             t_ns,
             "fs_write",
             file_type="text",
-            patch=patch or None,
+            rel=display_path(path, cwd) if known else None,
             old_text=before,
             new_text=content,
             meta=params.get("_meta"),
@@ -300,7 +314,7 @@ class Files:
             "diff",
             file_type=c.get("fileType") if isinstance(c.get("fileType"), str) else None,
             mime_type=c.get("mimeType") if isinstance(c.get("mimeType"), str) else None,
-            patch=section.text if section else None,
+            section=section.text if section else None,
             meta=c.get("_meta"),
             raw=c,
         )

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from ..events import Direction, Frame
 from ..jsonrpc import decode, id_token
 
@@ -73,7 +75,10 @@ class Pairer:
         return self._pending.get((direction, ident))
 
     def messages(self, frame: Frame) -> list[Message]:
-        value = decode(frame.raw)
+        try:  # the common case: one well-formed JSON value
+            value = orjson.loads(frame.raw)
+        except orjson.JSONDecodeError:  # BOM, noise, odd numbers...: the tolerant reader
+            value = decode(frame.raw)
         if isinstance(value, dict):
             m = self._one(frame, value)
             return [m] if m is not None else []
