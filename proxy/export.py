@@ -13,13 +13,12 @@ Each line: ``capture`` (uid), ``seq``, ``direction`` (``c2a``/``a2c``), ``t_ns``
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import IO, Any
 
 import orjson
 
-from .events import Direction, Frame, Opcode
-from .store import StoredFrame
+from .store import StoredFrame, read_jsonl
 
 __all__ = ["frame_object", "read_jsonl", "write_jsonl"]
 
@@ -60,24 +59,3 @@ def write_jsonl(frames: Iterable[StoredFrame], capture_uid: str, out: IO[bytes])
         out.write(orjson.dumps(frame_object(f, capture_uid)) + b"\n")
         n += 1
     return n
-
-
-def read_jsonl(lines: Iterable[bytes]) -> Iterator[Frame]:
-    """Frames from a ``jsonl`` export, bytes exactly as recorded."""
-    for line in lines:
-        if not line.strip():
-            continue
-        obj = orjson.loads(line)
-        raw = (
-            obj["text"].encode("utf-8", "surrogatepass")
-            if "text" in obj
-            else base64.b64decode(obj["base64"])
-        )
-        yield Frame(
-            seq=obj["seq"],
-            direction=Direction(obj["direction"]),
-            t_ns=obj["t_ns"],
-            raw=raw,
-            terminated=bool(obj.get("terminated", True)),
-            opcode=Opcode(obj["opcode"]) if obj.get("opcode") else None,
-        )

@@ -24,12 +24,11 @@ from typing import Any
 
 from .errors import UsageError
 from .events import Frame
-from .export import read_jsonl
 from .framing import LineFramer
 from .jsonrpc import Kind
 from .replay_agent import AgentStandIn, Emit, MatchMode
 from .replay_match import Message, parse_messages, session_of
-from .store import Store
+from .store import Store, read_jsonl
 from .transports.stdio import CHUNK, write_all
 
 __all__ = [

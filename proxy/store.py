@@ -7,15 +7,18 @@ frames is the recorder's job (``recorder.py``); this module never runs on the fo
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from .errors import SchemaError, StoreError, UsageError
 from .events import Direction, Frame, Opcode
@@ -27,6 +30,7 @@ __all__ = [
     "connect",
     "default_db_path",
     "migrate",
+    "read_jsonl",
     "schema_migrations",
 ]
 
@@ -333,3 +337,24 @@ class Store:
             if terminated:
                 out += b"\n"
         return bytes(out)
+
+
+def read_jsonl(lines: Iterable[bytes]) -> Iterator[Frame]:
+    """Frames from a ``jsonl`` export (``acp-proxy export``), bytes exactly as recorded."""
+    for line in lines:
+        if not line.strip():
+            continue
+        obj = orjson.loads(line)
+        raw = (
+            obj["text"].encode("utf-8", "surrogatepass")
+            if "text" in obj
+            else base64.b64decode(obj["base64"])
+        )
+        yield Frame(
+            seq=obj["seq"],
+            direction=Direction(obj["direction"]),
+            t_ns=obj["t_ns"],
+            raw=raw,
+            terminated=bool(obj.get("terminated", True)),
+            opcode=Opcode(obj["opcode"]) if obj.get("opcode") else None,
+        )
