@@ -88,3 +88,26 @@ def test_odd_frames_are_survived() -> None:
     assert r.frames == len(lines) and r.protocol_version is None
     assert r.terminals[("s", "t")].anomalies == ["output_not_base64"]
     assert r.sessions["s"].plan == [] and r.sessions["s"].usage == {"used": 1, "size": 2}
+
+
+def test_the_reconstruct_package_stays_pure() -> None:
+    """Layer 1 (DESIGN.md): no asyncio, sqlite3, websockets or click, and no printing."""
+    import ast
+
+    package = Path(__file__).parent.parent / "proxy" / "reconstruct"
+    forbidden = {"asyncio", "sqlite3", "websockets", "click"}
+    for path in package.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = {(node.module or "").split(".")[0]}
+            elif isinstance(node, ast.ImportFrom):  # relative: only within layers 0-1
+                assert node.module in (None, "events", "jsonrpc") or node.level == 1, path
+                continue
+            else:
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                    assert node.func.id != "print", path
+                continue
+            assert not names & forbidden, (path, names)
