@@ -100,11 +100,10 @@ async def test_client_messages_become_lines(tmp_path: Path, db: Path) -> None:
         (True, b'{\n  "pretty": true\n}'),  # embedded newlines reach the agent unchanged
         (True, b""),
     ]
-    async with running_proxy(db, command=cmd) as proxy:
-        async with connect(proxy.url + "/acp", **RAW) as ws:
-            for is_text, data in sent:
-                await ws.send(data, text=is_text)
-            await ws.close()
+    async with running_proxy(db, command=cmd) as proxy, connect(proxy.url + "/acp", **RAW) as ws:
+        for is_text, data in sent:
+            await ws.send(data, text=is_text)
+        await ws.close()
     expected = b"".join(d + b"\n" for _, d in sent)
     for _ in range(200):
         if rows(db, "SELECT ended_at FROM captures")[0][0]:
@@ -120,10 +119,12 @@ async def test_client_messages_become_lines(tmp_path: Path, db: Path) -> None:
 
 async def test_32_mb_lines_both_ways(tmp_path: Path, db: Path) -> None:
     line = b'{"jsonrpc":"2.0","method":"big","params":{"s":"' + b"b" * (32 * MIB) + b'"}}'
-    async with running_proxy(db, command=[sys.executable, "-c", LINE_ECHO]) as proxy:
-        async with connect(proxy.url + "/acp", **RAW) as ws:
-            await ws.send(line, text=True)
-            assert await ws.recv(decode=False) == line
+    async with (
+        running_proxy(db, command=[sys.executable, "-c", LINE_ECHO]) as proxy,
+        connect(proxy.url + "/acp", **RAW) as ws,
+    ):
+        await ws.send(line, text=True)
+        assert await ws.recv(decode=False) == line
     store = Store(db)
     assert store.stream_bytes(1, Direction.CLIENT_TO_AGENT) == line + b"\n"
     assert store.stream_bytes(1, Direction.AGENT_TO_CLIENT) == line + b"\n"
@@ -133,22 +134,26 @@ async def test_32_mb_lines_both_ways(tmp_path: Path, db: Path) -> None:
 async def test_agent_exit_closes_the_client(
     tmp_path: Path, db: Path, status: int, code: int, reason: str
 ) -> None:
-    script = "import os, sys; os.write(1, b'bye\\n'); sys.exit(%d)" % status
-    async with running_proxy(db, command=[sys.executable, "-c", script]) as proxy:
-        async with connect(proxy.url + "/acp", **RAW) as ws:
-            assert await ws.recv() == "bye"
-            with pytest.raises(ConnectionClosed):
-                await ws.recv()
-            assert ws.close_code == code
-            assert reason in (ws.close_reason or "")
+    script = f"import os, sys; os.write(1, b'bye\\n'); sys.exit({status})"
+    async with (
+        running_proxy(db, command=[sys.executable, "-c", script]) as proxy,
+        connect(proxy.url + "/acp", **RAW) as ws,
+    ):
+        assert await ws.recv() == "bye"
+        with pytest.raises(ConnectionClosed):
+            await ws.recv()
+        assert ws.close_code == code
+        assert reason in (ws.close_reason or "")
     assert rows(db, "SELECT exit_code FROM captures") == [(status,)]
 
 
 async def test_client_leaving_terminates_a_stubborn_agent(db: Path) -> None:
     stubborn = "import signal, time; print('up', flush=True); time.sleep(60)"
-    async with running_proxy(db, command=[sys.executable, "-c", stubborn], grace=0.2) as proxy:
-        async with connect(proxy.url + "/acp", **RAW) as ws:
-            assert await ws.recv() == "up"
+    async with (
+        running_proxy(db, command=[sys.executable, "-c", stubborn], grace=0.2) as proxy,
+        connect(proxy.url + "/acp", **RAW) as ws,
+    ):
+        assert await ws.recv() == "up"
     kinds = [k for k, _ in events(db, 1)]
     assert "terminate" in kinds
     (exit_code,) = rows(db, "SELECT exit_code FROM captures")[0]
