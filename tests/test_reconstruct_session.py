@@ -110,3 +110,15 @@ def test_protocol_version_comes_from_initialize() -> None:
 def test_intervals_do_not_count_overlaps_twice() -> None:
     assert intervals_ns([(0, 10), (5, 15), (20, 30)]) == 25
     assert intervals_ns([]) == 0
+
+
+def test_v2_resume_replay_is_marked_and_message_upserts_replace_chunks() -> None:
+    r = _load(DATA / "v2-replay.jsonl")
+    assert r.tool_calls[("sess_1", "old_call")].replayed is True
+    assert r.terminals[("sess_1", "old_term")].replayed is True
+    assert r.tool_calls[("sess_1", "new_call")].replayed is False
+    [turn] = turns_json(r)  # the replayed idle is not a turn of this capture
+    assert turn["prompt"] == "and now?" and turn["stopReason"] == "end_turn"
+    assert turn["agentText"] == "Final answer. Bye."
+    assert turn["thoughtText"] == ""  # set, then cleared with null
+    assert turn["toolCallIds"] == ["new_call"]

@@ -92,6 +92,7 @@ class Reconstruction:
         self._open: dict[str, Turn] = {}
         self._by_request: dict[tuple[int, str | None], Any] = {}
         self._diffs_seen: set[tuple[str, str, bytes]] = set()
+        self._replaying: set[str] = set()
 
     @property
     def v2(self) -> bool:
@@ -158,6 +159,10 @@ class Reconstruction:
             s = self.session(p["sessionId"], m)
             if isinstance(p.get("cwd"), str):
                 s.cwd = p["cwd"]
+            # v1 session/load and v2 session/resume with replayFrom replay the history as
+            # session/update before answering (§4.1, §4.3, §12.3)
+            if method == "session/load" or p.get("replayFrom") is not None:
+                self._replaying.add(p["sessionId"])
 
     def _response(self, m: Message) -> None:
         req = m.request
@@ -174,6 +179,7 @@ class Reconstruction:
             self.agent_info = r.get("agentInfo") or r.get("info")
         elif method in ("session/new", "session/fork", "session/load", "session/resume"):
             sid = r.get("sessionId", req.params.get("sessionId"))
+            self._replaying.discard(str(req.params.get("sessionId")))
             if ok and isinstance(sid, str):
                 s = self.session(sid, m)
                 cwd = req.params.get("cwd")
@@ -273,10 +279,14 @@ class Reconstruction:
             if term is not None:
                 term.apply_chunk(u, seq, t)
         elif kind in ("agent_message_chunk", "agent_thought_chunk"):
-            c = u.get("content")
-            if turn is not None and isinstance(c, dict) and c.get("type") == "text":
-                parts = turn.agent_text if kind == "agent_message_chunk" else turn.thought_text
-                parts.append(str(c.get("text", "")))
+            if turn is not None:
+                role = "agent" if kind == "agent_message_chunk" else "thought"
+                turn.chunk(role, u.get("messageId"), u.get("content"))
+        elif kind in ("agent_message", "agent_thought"):
+            if turn is not None:
+                turn.upsert(
+                    "agent" if kind == "agent_message" else "thought", u.get("messageId"), u
+                )
         elif kind == "plan":
             s.set_plan_v1(u.get("entries"), seq, t)
         elif kind == "plan_update":
@@ -299,7 +309,7 @@ class Reconstruction:
             s.notices.append(Change(seq, t, u))
         elif kind == "state_update":
             self._state(s, u, m)
-        elif kind not in ("user_message_chunk", "user_message", "agent_message", "agent_thought"):
+        elif kind not in ("user_message_chunk", "user_message"):
             name = str(kind)
             s.unknown_updates[name] = s.unknown_updates.get(name, 0) + 1
 
@@ -322,6 +332,7 @@ class Reconstruction:
         tc = self.tool_calls.get((sid, tcid))
         if tc is None:
             tc = self.tool_calls[(sid, tcid)] = ToolCall(sid, tcid, m.seq, m.t_ns)
+            tc.replayed = sid in self._replaying
             if kind != "tool_call":  # a new id starts as pending (§6.1)
                 tc.status_history.append(StatusChange("pending", m.seq, m.t_ns))
             if kind == "tool_call_update" and not self.v2:
@@ -437,4 +448,5 @@ class Reconstruction:
         if t is None:
             who = owner or ("agent" if self.v2 else "client")
             t = self.terminals[key] = Terminal(sid or "", tid, who, m.seq, m.t_ns)
+            t.replayed = key[0] in self._replaying
         return t

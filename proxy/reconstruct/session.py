@@ -151,8 +151,7 @@ class Turn:
     first_output_seq: int | None = None
     first_output_t_ns: int | None = None
     updates: int = 0
-    agent_text: list[str] = field(default_factory=list)
-    thought_text: list[str] = field(default_factory=list)
+    messages: dict[tuple[str, Any], list[str]] = field(default_factory=dict)
     tool_call_ids: list[str] = field(default_factory=list)
     permissions: list[Permission] = field(default_factory=list)
 
@@ -164,6 +163,28 @@ class Turn:
         self.ended_seq, self.ended_t_ns = seq, t_ns
         self.stop_reason = stop_reason if isinstance(stop_reason, str) else None
         self.error = error
+
+    def chunk(self, role: str, message_id: Any, content: Any) -> None:
+        """A message or thought chunk: its text is appended (§5.1, §5.2)."""
+        if isinstance(content, dict) and content.get("type") == "text":
+            self.messages.setdefault((role, message_id), []).append(str(content.get("text", "")))
+
+    def upsert(self, role: str, message_id: Any, u: dict[str, Any]) -> None:
+        """A v2 ``agent_message``/``agent_thought``: omitted content = unchanged, ``null`` or
+        ``[]`` = cleared, an array = replaced (§5.2)."""
+        if "content" not in u:
+            self.messages.setdefault((role, message_id), [])
+            return
+        blocks = u["content"] if isinstance(u["content"], list) else []
+        self.messages[(role, message_id)] = [
+            str(b.get("text", ""))
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "text"
+        ]
+
+    def text(self, role: str) -> str:
+        """What the agent said (``agent``) or thought (``thought``), messages in order."""
+        return "".join("".join(parts) for (r, _), parts in self.messages.items() if r == role)
 
     @property
     def prompt_text(self) -> str:

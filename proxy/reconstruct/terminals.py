@@ -77,6 +77,7 @@ class Terminal:
     released: bool = False
     output: bytearray = field(default_factory=bytearray)
     tool_call_ids: list[str] = field(default_factory=list)
+    replayed: bool = False  # first seen while session/load or resume replayed history
     events: list[TerminalEvent] = field(default_factory=list)
     anomalies: list[str] = field(default_factory=list)
     _decoder: Any = field(default_factory=_Decoder)

@@ -71,6 +71,7 @@ class ToolCall:
     location_history: list[LocationSeen] = field(default_factory=list)
     terminal_ids: list[str] = field(default_factory=list)
     cancel_requested_seq: int | None = None  # v2 tool_call/cancel (§4.3)
+    replayed: bool = False  # first seen while session/load or resume replayed history
     anomalies: list[str] = field(default_factory=list)
 
     @property

@@ -67,6 +67,7 @@ def tool_json(tc: ToolCall) -> dict[str, Any]:
         "durationMs": _dur(tc.first_t_ns, ended),
         "updates": tc.updates,
         "cancelRequestedSeq": tc.cancel_requested_seq,
+        "replayed": tc.replayed,
         "anomalies": tc.anomalies,
     }
 
@@ -105,6 +106,7 @@ def terminal_json(t: Terminal) -> dict[str, Any]:
         "toolCallIds": t.tool_call_ids,
         "firstSeq": t.first_seq,
         "startedMs": _ms(t.first_t_ns),
+        "replayed": t.replayed,
         "timeline": [
             {
                 "seq": e.seq,
@@ -240,8 +242,8 @@ def turn_json(r: Reconstruction, turn: Turn) -> dict[str, Any]:
         "toolCallIds": turn.tool_call_ids,
         "permissionSeqs": [p.seq for p in turn.permissions],
         "updates": turn.updates,
-        "agentText": "".join(turn.agent_text),
-        "thoughtText": "".join(turn.thought_text),
+        "agentText": turn.text("agent"),
+        "thoughtText": turn.text("thought"),
     }
 
 
