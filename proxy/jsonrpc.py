@@ -9,7 +9,8 @@ Parsing is tolerant in the way the SDKs are (PROTOCOL.md §2.1): a UTF-8 BOM, su
 whitespace and a trailing ``\\r`` are skipped for parsing only. Anything else odd is parsed
 as far as it can be and named in ``anomalies``:
 
-``empty`` (no bytes, or only whitespace), ``crlf``, ``bom``, ``invalid_utf8``,
+``empty`` (no bytes, or only whitespace), ``whitespace`` (spaces or tabs around the JSON),
+``crlf``, ``bom``, ``invalid_utf8``,
 ``leading_noise`` (bytes before the JSON, e.g. ANSI escapes from a chatty agent),
 ``not_json``, ``batch``, ``empty_batch``, ``big_int`` (an integer outside 64 bits),
 ``duplicate_keys``, ``nan`` (NaN/Infinity literals), ``lone_surrogate``, ``too_deep``
@@ -117,6 +118,8 @@ def classify(raw: bytes) -> Info:
     if not body:
         anomalies.append("empty")
         return Info(Kind.INVALID, anomalies=anomalies)
+    if body is not raw and _padded(raw, body):
+        anomalies.append("whitespace")
     value: Any = None
     parsed = False
     try:
@@ -165,6 +168,14 @@ def _body(raw: bytes) -> bytes:
     if raw[:1] in (b" ", b"\t", b"\r", b"\n") or raw[-1:] in (b" ", b"\t", b"\r", b"\n"):
         raw = raw.strip(_WS)
     return raw
+
+
+def _padded(raw: bytes, body: bytes) -> bool:
+    """Whitespace around the JSON beyond a BOM and a CRLF's ``\r``."""
+    core = raw[3:] if raw.startswith(BOM) else raw
+    if core.endswith(b"\r"):
+        core = core[:-1]
+    return len(core) != len(body)
 
 
 def _json_starts(body: bytes, tries: int = 4) -> list[int]:

@@ -111,6 +111,7 @@ class Tap:
         self.seq = 0
         self.framers: dict[Direction, LineFramer] = {}
         self.pending: dict[tuple[Direction, str], tuple[int, int, str | None]] = {}
+        self.last_unparsable: dict[Direction, tuple[int, int]] = {}
         self.count = 0
         self.updates: dict[str, Any] = {}
 
@@ -351,6 +352,8 @@ class Writer:
     ) -> tuple[int | None, int | None]:
         """Pair by (direction of the request, id token) — PROTOCOL.md §1, §12.2."""
         if info.id is None:
+            if info.kind in (Kind.INVALID, Kind.BATCH):
+                tap.last_unparsable[direction] = (seq, t)
             return None, None
         if info.kind == Kind.REQUEST:
             key = (direction, info.id)
@@ -362,6 +365,12 @@ class Writer:
             return None, None
         if info.kind in (Kind.RESPONSE, Kind.ERROR):
             found = tap.pending.pop((direction.opposite, info.id), None)
+            if found is None and info.id == "null" and info.kind == Kind.ERROR:
+                # A parse or invalid-request error has no id to pair by (JSON-RPC §5): it
+                # answers the latest frame the other side could not read, if there is one.
+                anomalies.append("null_id")
+                culprit = tap.last_unparsable.pop(direction.opposite, None)
+                return (culprit[0], t - culprit[1]) if culprit else (None, None)
             if found is None:
                 if "unpaired_response" not in anomalies:
                     anomalies.append("unpaired_response")

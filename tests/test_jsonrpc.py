@@ -118,3 +118,9 @@ def test_never_raises(raw: bytes) -> None:
 def test_id_tokens_keep_types_apart() -> None:
     assert id_token(1) != id_token("1")
     assert id_token(None) == "null"
+
+
+def test_whitespace_around_json_is_flagged_but_crlf_and_bom_alone_are_not() -> None:
+    assert "whitespace" in classify(b' {"jsonrpc":"2.0","method":"x"}\t').anomalies
+    assert classify(b'{"jsonrpc":"2.0","method":"x"}\r').anomalies == ["crlf"]
+    assert classify(b'\xef\xbb\xbf{"jsonrpc":"2.0","method":"x"}').anomalies == ["bom"]

@@ -147,7 +147,7 @@ def test_websocket_messages_keep_their_opcode(tmp_path: Path) -> None:
     w.close()
     rows = db_rows(db, "SELECT raw, opcode, terminated, kind, anomalies FROM messages ORDER BY seq")
     assert rows == [
-        (b'{"jsonrpc":"2.0","method":"x"}\n', "text", 0, "notification", None),
+        (b'{"jsonrpc":"2.0","method":"x"}\n', "text", 0, "notification", "whitespace"),
         (b"\x00\xff binary", "binary", 0, "invalid", "binary"),
     ]
 
@@ -175,3 +175,18 @@ def test_a_single_item_larger_than_the_queue_still_passes() -> None:
     q = _ByteQueue(capacity=4)
     q.put(("big",), 100)
     assert q.get_all(timeout=1) == [("big",)]
+
+
+def test_null_id_errors_answer_the_frame_the_peer_could_not_read(tmp_path: Path) -> None:
+    db = tmp_path / "r.sqlite"
+    _record(
+        db,
+        [
+            (C2A, b"this is not json\n"),
+            (A2C, b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}\n'),
+            (A2C, b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"?"}}\n'),
+        ],
+    )
+    rows = db_rows(db, "SELECT seq, request_seq, anomalies FROM messages ORDER BY seq")
+    assert rows[1][1] == 0 and rows[1][2] == "null_id"
+    assert rows[2][1] is None and rows[2][2] == "null_id"  # nothing left for it to answer
