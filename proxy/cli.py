@@ -252,7 +252,7 @@ def captures(db: Path | None, as_json: bool, limit: int | None) -> None:
 @click.option(
     "--view",
     type=click.Choice(
-        ["frames", "turns", "tools", "permissions", "terminals", "diffs", "sessions"]
+        ["frames", "turns", "tools", "permissions", "terminals", "diffs", "files", "sessions"]
     ),
     default="frames",
     show_default=True,

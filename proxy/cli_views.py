@@ -23,7 +23,16 @@ from .reconstruct import Reconstruction, reconstruct
 
 __all__ = ["SHOW_VIEWS", "export_text", "load_frames", "load_reconstruction", "print_view"]
 
-SHOW_VIEWS = ("frames", "turns", "tools", "permissions", "terminals", "diffs", "sessions")
+SHOW_VIEWS = (
+    "frames",
+    "turns",
+    "tools",
+    "permissions",
+    "terminals",
+    "diffs",
+    "files",
+    "sessions",
+)
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -102,6 +111,7 @@ def print_view(
     from .reconstruct import views
     from .views_report import (
         diffs_lines,
+        files_lines,
         permissions_lines,
         sessions_lines,
         terminals_lines,
@@ -115,6 +125,7 @@ def print_view(
         "permissions": (views.permissions_json, permissions_lines),
         "terminals": (views.terminals_json, terminals_lines),
         "diffs": (views.diffs_json, diffs_lines),
+        "files": (views.files_json, files_lines),
         "sessions": (views.sessions_json, sessions_lines),
     }
     if view not in table:

@@ -19,6 +19,7 @@ from .reconstruct.views import permission_json, turn_json
 
 __all__ = [
     "diffs_lines",
+    "files_lines",
     "permissions_lines",
     "sessions_lines",
     "terminals_lines",
@@ -221,3 +222,32 @@ def sessions_lines(r: Reconstruction) -> Iterator[str]:
             yield f"    state   {s.state}"
         for kind, n in s.unknown_updates.items():
             yield f"    update  {kind} ×{n} (not understood, kept)"
+
+
+def _state(exists: bool | None, content: str | None) -> str:
+    if exists is None:
+        return "unknown"
+    if not exists:
+        return "absent"
+    if content is None:
+        return "exists, content unknown"
+    return f"{len(content)} chars, {content.count(chr(10))} lines"
+
+
+def files_lines(r: Reconstruction) -> Iterator[str]:
+    if not r.files.paths:
+        yield "no files"
+    for h in r.files.paths.values():
+        yield h.path
+        yield f"    start   {_state(h.start_exists, h.start_content)}"
+        for v in h.versions:
+            flags = "".join(
+                f"  !{name}" for name, on in (("stale", v.stale), ("diverged", v.diverged)) if on
+            )
+            part = " (part)" if v.partial else ""
+            by = f" by {v.tool_call_id}" if v.tool_call_id else ""
+            yield (
+                f"    #{v.seq:<5} {v.operation:<9} {v.source}{by}{part}  → "
+                f"{_state(v.exists, v.content)}{flags}"
+            )
+        yield f"    now     {_state(h.exists, h.content)}"
