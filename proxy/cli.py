@@ -271,6 +271,8 @@ def show(
 ) -> None:
     """Print a capture's timeline (default: the latest capture), or a view of it.
 
+    With --view, CAPTURE may also be the path of a jsonl export (as in recordings/).
+
     \b
     Example:
         acp-proxy show 3 --wall
