@@ -182,3 +182,14 @@ def test_output_with_controls_goes_through_the_emulator() -> None:
     assert _plain_layout("a\rb", 10) is None
     assert _plain_layout("\x1b[2Kx", 10) is None
     assert _plain_layout("中", 10) is None
+
+
+def test_malformed_terminal_update_fields_are_ignored() -> None:
+    r = reconstruct(
+        _frames(
+            _upd(sessionUpdate="terminal_update", terminalId="t", size={"cols": 9, "rows": 2}),
+            _upd(sessionUpdate="terminal_update", terminalId="t", size="big", exitStatus=3),
+        )
+    )
+    t = r.terminals[(S, "t")]
+    assert t.size == {"cols": 9, "rows": 2} and t.exit_status is None

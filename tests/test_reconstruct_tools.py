@@ -128,3 +128,12 @@ def test_demo_status_history_has_times() -> None:
     times = [s["t_ms"] for s in test["statusHistory"]]
     assert times == sorted(times) and test["durationMs"] > 0
     assert test["terminalIds"] == ["term_1"]
+
+
+def test_malformed_fields_are_ignored_not_applied() -> None:
+    """x-deserialize-default-on-error: a malformed optional field is dropped (§1)."""
+    tc = ToolCall("s", "c", 0, 0)
+    apply_v2(tc, {"title": "t", "content": [{"type": "x"}], "capabilities": {"cancel": {}}}, 1, 1)
+    apply_v2(tc, {"title": 7, "content": "oops", "locations": {}, "capabilities": "no"}, 2, 2)
+    assert tc.title == "t" and tc.content == [{"type": "x"}] and tc.capabilities == {"cancel": {}}
+    assert tc.updates == 2

@@ -121,17 +121,18 @@ class Terminal:
     def apply_update(self, u: dict[str, Any], seq: int, t_ns: int) -> None:
         """Apply a v2 ``terminal_update`` patch (§6.3)."""
         changed = [k for k in u if k not in ("sessionUpdate", "terminalId", "output")]
+        # A malformed value is ignored (the schema drops it: x-deserialize-default-on-error).
         for key in ("command", "cwd"):
-            if key in u:
-                v = u[key]
-                setattr(self, key, v if isinstance(v, str) or v is None else str(v))
-        if "size" in u:
-            self.size = u["size"] if isinstance(u["size"], dict) else None
-        if "capabilities" in u:
+            if key in u and (u[key] is None or isinstance(u[key], str)):
+                setattr(self, key, u[key])
+        if "size" in u and (u["size"] is None or isinstance(u["size"], dict)):
+            self.size = u["size"]
+        if "capabilities" in u and (
+            u["capabilities"] is None or isinstance(u["capabilities"], dict)
+        ):
             self.capabilities = u["capabilities"]
-        if "exitStatus" in u:
-            es = u["exitStatus"]
-            self.exit_status = es if isinstance(es, dict) else None
+        if "exitStatus" in u and (u["exitStatus"] is None or isinstance(u["exitStatus"], dict)):
+            self.exit_status = u["exitStatus"]
         if "_meta" in u:
             patch = u["_meta"]
             if patch is None:

@@ -180,24 +180,30 @@ def apply_content_chunk(tc: ToolCall, u: dict[str, Any], seq: int, t_ns: int) ->
 
 
 def _replace(tc: ToolCall, key: str, value: Any, seq: int, t_ns: int) -> None:
+    """Set one field; a malformed value is ignored, as the schema's
+    ``x-deserialize-default-on-error`` drops it (PROTOCOL.md §1)."""
     if key == "title":
-        tc.title = value if isinstance(value, str) else str(value)
+        if isinstance(value, str):
+            tc.title = value
     elif key == "name":
-        tc.name = value if isinstance(value, str) else str(value)
+        if isinstance(value, str):
+            tc.name = value
     elif key == "kind":
         tc.kind = _str_or(value, tc.kind)
     elif key == "status":
         if isinstance(value, str):
             tc._set_status(value, seq, t_ns)
     elif key == "content":
-        tc.content = _list(value)
+        if isinstance(value, list):
+            tc.content = list(value)
     elif key == "locations":
-        tc._set_locations(_list(value), seq, t_ns)
+        if isinstance(value, list):
+            tc._set_locations(list(value), seq, t_ns)
     elif key == "rawInput":
         tc.raw_input = value
     elif key == "rawOutput":
         tc.raw_output = value
-    elif key == "capabilities":
+    elif key == "capabilities" and isinstance(value, dict):
         tc.capabilities = value
 
 
