@@ -255,6 +255,8 @@ def test_concurrent_recorders_into_one_database(db: Path) -> None:
                 "record",
                 "--db",
                 str(db),
+                "--grace",  # stdin is /dev/null: do not cut the flood short on a busy machine
+                "120",
                 "--label",
                 f"r{i}",
                 "--",
