@@ -259,6 +259,7 @@ def captures(db: Path | None, as_json: bool, limit: int | None) -> None:
     help="What to show: the frames, or what the user saw (turns, tool calls, permissions…).",
 )
 @click.option("--at", "at", type=int, default=None, metavar="SEQ", help="Stop after frame SEQ.")
+@filter_options
 @handle_errors
 def show(
     db: Path | None,
@@ -268,6 +269,7 @@ def show(
     with_stderr: bool,
     view: str,
     at: int | None,
+    **filters: Any,
 ) -> None:
     """Print a capture's timeline (default: the latest capture), or a view of it.
 
@@ -278,9 +280,10 @@ def show(
         acp-proxy show 3 --wall
         acp-proxy show 3 --view turns
         acp-proxy show --view permissions --at 120
+        acp-proxy show --method 'fs/*' --direction a2c
     """
     from .export import frame_object
-    from .report import capture_header, frame_line
+    from .report import FrameFilter, capture_header, frame_line
 
     if view != "frames":
         from .cli_views import print_view
@@ -291,7 +294,8 @@ def show(
         raise UsageError("--at takes a frame number (seq) of zero or more")
     store = _open(db)
     c = store.capture(capture)
-    frames = store.frames(c["id"], upto_seq=at)
+    keep = FrameFilter(**filters)
+    frames = (f for f in store.frames(c["id"], upto_seq=at) if keep(f))
     if as_json:
         _dump({"capture": c, "frames": [frame_object(f, c["uid"]) for f in frames]})
         return

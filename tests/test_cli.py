@@ -170,3 +170,13 @@ def test_tail_filters_and_json(db: Path) -> None:
     assert len(lines) == 2 and all("→ request" in line for line in lines)
     updates = cli("tail", "--db", str(db), "-n", "1000", "--update", "tool_call*").stdout
     assert updates and all("tool_call" in line for line in updates.splitlines())
+
+
+def test_show_filters_frames(db: Path) -> None:
+    cli("demo", "--db", str(db))
+    lines = cli("show", "--db", str(db), "--method", "fs/*").stdout.splitlines()
+    frames = [line for line in lines if " #" in line and "fs/" in line]
+    assert len(frames) == 4  # read and write, each a request and its response
+    assert not [line for line in lines if "session/prompt" in line]
+    anomalous = cli("show", "--db", str(db), "--anomalous", "--json").stdout
+    assert json.loads(anomalous)["frames"] == []  # the demo is clean
