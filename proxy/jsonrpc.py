@@ -159,7 +159,7 @@ def classify(raw: bytes) -> Info:
             anomalies.append("empty_batch")
         items = [_message(v, []) for v in value]
         return Info(Kind.BATCH, anomalies=_dedupe(anomalies), items=items, value=value)
-    return _message(value, _dedupe(anomalies))
+    return _message(value, _dedupe(anomalies) if len(anomalies) > 1 else anomalies)
 
 
 def _body(raw: bytes) -> bytes:

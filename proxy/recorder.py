@@ -163,6 +163,7 @@ class Tap:
 
 
 Warn = Callable[[str], None]
+_DIRECTION_VALUE = {d: d.value for d in Direction}  # Enum.value is a descriptor call
 
 
 class Writer:
@@ -299,7 +300,10 @@ class Writer:
         anomalies = info.anomalies
         if extra:
             anomalies = [*anomalies, *extra]
-        request_seq, latency = self._pair(tap, direction, seq, t, info, anomalies)
+        if info.id is None and info.kind == Kind.NOTIFICATION:
+            request_seq = latency = None  # the common case: nothing to pair
+        else:
+            request_seq, latency = self._pair(tap, direction, seq, t, info, anomalies)
         if info.items is not None:
             for idx, it in enumerate(info.items):
                 rs, lat = self._pair(tap, direction, seq, t, it, anomalies)
@@ -326,7 +330,7 @@ class Writer:
             (
                 uid,
                 seq,
-                direction.value,
+                _DIRECTION_VALUE[direction],
                 t,
                 raw,
                 1 if terminated else 0,
