@@ -26,6 +26,7 @@ How the recording is played (issue: replay):
 from __future__ import annotations
 
 import enum
+import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +35,7 @@ from .events import Direction
 from .jsonrpc import Kind, classify, id_token
 from .replay_match import (
     Difference,
+    KeyIndex,
     Mapper,
     Message,
     Problem,
@@ -42,6 +44,7 @@ from .replay_match import (
     differences,
     dump,
     dump_with_id,
+    key_of,
     session_of,
     summarise,
 )
@@ -88,6 +91,19 @@ class AgentStandIn:
         self._client = [m for m in self.messages if m.direction is C2A and m.kind != Kind.INVALID]
         self._agent = [m for m in self.messages if m.direction is A2C]
         self._deps = _dependencies(self.messages, self.by_seq, mode)
+        # indexes, so each client message costs what it touches, not the whole recording
+        self._missing = {seq: len(d) for seq, d in self._deps.items()}
+        self._dependents: dict[int, list[int]] = {}
+        for seq, d in self._deps.items():
+            for c in d:
+                self._dependents.setdefault(c, []).append(seq)
+        self._ready_heap = [m.seq for m in self._agent if not self._deps[m.seq]]
+        self._next_agent = 0  # strict: the first agent message not sent yet
+        self._next_client = 0  # strict: the first client message not received yet
+        self._by_method: dict[tuple[str, str | None], list[Message]] = {}
+        for m in self._client:
+            self._by_method.setdefault((m.kind, m.method), []).append(m)
+        self._index = KeyIndex(self._client, lambda m: self._key(m.kind, m.method, m.params))
 
     # -- public ------------------------------------------------------------------------
 
@@ -167,7 +183,7 @@ class AgentStandIn:
         rec = self._match(live)
         if rec is None:
             return [self._error_reply(live)]
-        self._s.received.add(rec.seq)
+        self._receive(rec.seq)
         self.last_matched = rec
         self._s.live_id[rec.seq] = live.token or "null"
         self.mapper.learn(live.params, rec.params)
@@ -186,7 +202,7 @@ class AgentStandIn:
                 details=tuple(diffs),
             )
             return []
-        self._s.received.add(rec.seq)
+        self._receive(rec.seq)
         self.last_matched = rec
         self.mapper.learn(live.params, rec.params)
         return self._pump()
@@ -205,7 +221,7 @@ class AgentStandIn:
             self._problem("note", message, asked_seq, note=True)
             return self._pump()
         rec = self.by_seq[asked.partner]
-        self._s.received.add(rec.seq)
+        self._receive(rec.seq)
         self.last_matched = rec
         want = self._canon(rec.outcome)
         got = self._canon(self.mapper.to_recorded(live.outcome))
@@ -222,14 +238,15 @@ class AgentStandIn:
 
     def _match(self, live: Message) -> Message | None:
         if self.mode is MatchMode.STRICT:
-            nxt = next((m for m in self._client if m.seq not in self._s.received), None)
+            nxt = self._first_unreceived()
             if nxt is None or nxt.kind != live.kind:
                 return None
             return nxt if self._equal(live, nxt) else None
-        candidates = self._candidates(live)
-        for m in candidates:
-            if self._equal(live, m):
+        key = self._key(live.kind, live.method, self._live_params(live))
+        for m in self._index.lookup(key, self.mapper.version):
+            if m.seq not in self._s.received:
                 return m
+        candidates = self._candidates(live)
         if live.method == "initialize" and candidates:
             rec = candidates[0]  # one per connection: another editor version may differ
             diffs = differences(self._canon(rec.params), self._canon(live.params))
@@ -242,11 +259,23 @@ class AgentStandIn:
         return None
 
     def _candidates(self, live: Message) -> list[Message]:
-        return [
-            m
-            for m in self._client
-            if m.kind == live.kind and m.method == live.method and m.seq not in self._s.received
-        ]
+        same = self._by_method.get((live.kind, live.method), [])
+        return [m for m in same if m.seq not in self._s.received]
+
+    def _first_unreceived(self) -> Message | None:
+        while (
+            self._next_client < len(self._client)
+            and self._client[self._next_client].seq in self._s.received
+        ):
+            self._next_client += 1
+        return self._client[self._next_client] if self._next_client < len(self._client) else None
+
+    def _receive(self, seq: int) -> None:
+        self._s.received.add(seq)
+        for waiting in self._dependents.get(seq, ()):
+            self._missing[waiting] -= 1
+            if self._missing[waiting] == 0:
+                heapq.heappush(self._ready_heap, waiting)
 
     def _canon(self, value: Any) -> Any:
         return canonical(
@@ -258,10 +287,17 @@ class AgentStandIn:
     def _equal(self, live: Message, rec: Message) -> bool:
         if live.method != rec.method:
             return False
+        return bool(self._canon(self._live_params(live)) == self._canon(rec.params))
+
+    def _live_params(self, live: Message) -> Any:
+        """A live message's params in the recording's terms."""
         params = self.mapper.to_recorded(live.params)
         if live.method == "$/cancel_request" and isinstance(params, dict):
             params = {**params, "requestId": self._recorded_id(params.get("requestId"))}
-        return bool(self._canon(params) == self._canon(rec.params))
+        return params
+
+    def _key(self, kind: str, method: str | None, params: Any) -> bytes:
+        return key_of([kind, method, self._canon(params)])
 
     def _recorded_id(self, value: Any) -> Any:
         """The recorded id of a request the live client sent with id ``value`` (§7.3: a
@@ -275,7 +311,7 @@ class AgentStandIn:
     def _error_reply(self, live: Message) -> Emit:
         recorded_methods = {m.method for m in self._client if m.kind == Kind.REQUEST}
         if self.mode is MatchMode.STRICT:
-            nxt = next((m for m in self._client if m.seq not in self._s.received), None)
+            nxt = self._first_unreceived()
             closest, diffs = nxt, self._diff(live, nxt) if nxt is not None else []
             why = f"expected {nxt.label()} next (strict order)" if nxt else "the recording ended"
         else:
@@ -311,23 +347,21 @@ class AgentStandIn:
 
     # -- agent messages --------------------------------------------------------------------
 
-    def _ready(self, m: Message) -> bool:
-        return self._deps[m.seq] <= self._s.received
-
     def _pump(self) -> list[Emit]:
+        """Send what has become ready: in lenient mode every agent message whose inputs all
+        came, in recorded order (one waiting on its own input holds no one else); in strict
+        mode the recorded order itself, up to the first message still waiting."""
         out: list[Emit] = []
-        progress = True
-        while progress:
-            progress = False
-            for m in self._agent:
-                if m.seq in self._s.emitted:
-                    continue
-                if not self._ready(m):
-                    if self.mode is MatchMode.STRICT:
-                        break
-                    continue  # lenient: a frame waiting on its own input holds no one else
+        if self.mode is MatchMode.STRICT:
+            while self._next_agent < len(self._agent):
+                m = self._agent[self._next_agent]
+                if self._missing[m.seq]:
+                    break
                 out.append(self._emit(m))
-                progress = True
+                self._next_agent += 1
+            return out
+        while self._ready_heap:
+            out.append(self._emit(self.by_seq[heapq.heappop(self._ready_heap)]))
         return out
 
     def _emit(self, m: Message) -> Emit:

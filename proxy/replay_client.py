@@ -32,6 +32,7 @@ from typing import Any
 from .events import Direction
 from .jsonrpc import Kind, classify
 from .replay_match import (
+    KeyIndex,
     Mapper,
     Message,
     Problem,
@@ -39,6 +40,7 @@ from .replay_match import (
     closest_request,
     dump,
     dump_with_id,
+    key_of,
     shape,
     summarise,
 )
@@ -102,6 +104,7 @@ class ClientStandIn:
         self._counts: dict[tuple[str, ...], int] = {}
         self._used: set[int] = set()  # recorded agent requests already answered
         self._asked = [m for m in self.messages if m.direction is A2C and m.kind == Kind.REQUEST]
+        self._index = KeyIndex(self._asked, lambda m: self._key(m.method, m.params))
 
     @property
     def outstanding(self) -> int:
@@ -213,20 +216,18 @@ class ClientStandIn:
             ignore=self.ignore,
         )
 
-    def _same(self, live: Message, rec: Message) -> bool:
-        if live.method != rec.method:
-            return False
-        return bool(self._canon(self.mapper.to_recorded(live.params)) == self._canon(rec.params))
+    def _key(self, method: str | None, params: Any) -> bytes:
+        return key_of([method, self._canon(params)])
 
     def _answer(self, live: Message) -> bytes:
         token = live.token or "null"
-        rec = next(
-            (m for m in self._asked if m.seq not in self._used and self._same(live, m)), None
+        matches = self._index.lookup(
+            self._key(live.method, self.mapper.to_recorded(live.params)), self.mapper.version
         )
+        rec = next((m for m in matches if m.seq not in self._used), None)
         again = False
-        if rec is None:
-            used = [m for m in self._asked if m.seq in self._used and self._same(live, m)]
-            rec, again = (used[-1], True) if used else (None, False)
+        if rec is None and matches:
+            rec, again = matches[-1], True
         if rec is None:
             closest, diffs = closest_request(live, self._asked, self.mapper)
             near = f"; closest recorded is {closest.label()}: {summarise(diffs)}" if closest else ""

@@ -31,6 +31,7 @@ from .jsonrpc import Kind, classify
 
 __all__ = [
     "Difference",
+    "KeyIndex",
     "Mapper",
     "Message",
     "Problem",
@@ -39,6 +40,7 @@ __all__ = [
     "differences",
     "dump",
     "dump_with_id",
+    "key_of",
     "parse_messages",
     "session_of",
     "shape",
@@ -169,6 +171,7 @@ class Mapper:
         self.rec_to_live_sid: dict[str, str] = {}
         self.live_to_rec_sid: dict[str, str] = {}
         self.cwds: list[tuple[str, str]] = []  # (recorded, live)
+        self.version = 0  # bumped on every new mapping: canonical forms change with it
         for rec, live in cwd_pairs:
             self.add_cwd(rec, live)
 
@@ -178,6 +181,8 @@ class Mapper:
             return False
         if self.live_to_rec_sid.get(live, recorded) != recorded:
             return False
+        if recorded not in self.rec_to_live_sid:
+            self.version += 1
         self.rec_to_live_sid[recorded] = live
         self.live_to_rec_sid[live] = recorded
         return True
@@ -188,6 +193,7 @@ class Mapper:
             return
         self.cwds.append((recorded, live))
         self.cwds.sort(key=lambda p: -len(p[0]))
+        self.version += 1
 
     def known_recorded_cwd(self, path: str) -> bool:
         return any(path.rstrip("/") == r for r, _ in self.cwds)
@@ -390,7 +396,8 @@ def closest_request(
     """The recorded message most like ``live`` (same method first, fewest differences)."""
     best: tuple[int, Message, list[Difference]] | None = None
     known_cwd = mapper.known_recorded_cwd
-    for m in recorded:
+    same = [m for m in recorded if m.method == live.method]
+    for m in same or recorded:
         want = canonical({"method": m.method, "params": m.params}, known_cwd=known_cwd)
         got = canonical(
             {"method": live.method, "params": mapper.to_recorded(live.params)}, known_cwd=known_cwd
@@ -402,3 +409,33 @@ def closest_request(
     if best is None:
         return None, []
     return best[1], best[2]
+
+
+def key_of(value: Any) -> bytes:
+    """A hashable form of a canonical value (keys sorted)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        import json
+
+        return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+class KeyIndex:
+    """Recorded messages by canonical key, rebuilt when the mapper learns something new, so
+    matching a live message costs one lookup rather than a scan of the recording."""
+
+    def __init__(self, messages: Iterable[Message], key: Callable[[Message], bytes]) -> None:
+        self._messages = list(messages)
+        self._key = key
+        self._version = -1
+        self._index: dict[bytes, list[Message]] = {}
+
+    def lookup(self, key: bytes, version: int) -> list[Message]:
+        """The recorded messages with this key, in recorded order."""
+        if version != self._version:
+            self._index = {}
+            for m in self._messages:
+                self._index.setdefault(self._key(m), []).append(m)
+            self._version = version
+        return self._index.get(key, [])
