@@ -186,6 +186,9 @@ class AgentStandIn:
         self._receive(rec.seq)
         self.last_matched = rec
         self._s.live_id[rec.seq] = live.token or "null"
+        if rec.partner is None:
+            message = f"recorded {rec.label()} was never answered in the recording; nor will it be"
+            self._problem("note", message, rec.seq, note=True)
         self.mapper.learn(live.params, rec.params)
         return self._pump()
 

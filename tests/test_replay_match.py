@@ -306,3 +306,37 @@ def test_a_clients_cancel_request_names_its_own_live_id() -> None:
     (answer,) = send(s, note("$/cancel_request", requestId="live-9"))
     assert answer["id"] == "live-9" and answer["error"]["code"] == -32800
     assert s.clean
+
+
+def test_one_session_of_several_can_be_chosen() -> None:
+    from proxy.replay import select_session
+
+    rec = recording(
+        (C, req(0, "initialize", protocolVersion=1)),
+        (A, ok(0, {"protocolVersion": 1})),
+        (C, req(1, "session/new", cwd="/a", mcpServers=[])),
+        (A, ok(1, {"sessionId": "one"})),
+        (C, req(2, "session/new", cwd="/b", mcpServers=[])),
+        (A, ok(2, {"sessionId": "two"})),
+        (C, req(3, "session/prompt", sessionId="two", prompt=[])),
+        (A, note("session/update", sessionId="two", update={"sessionUpdate": "plan"})),
+        (A, ok(3, {"stopReason": "end_turn"})),
+        (C, req(4, "session/prompt", sessionId="one", prompt=[])),
+        (A, ok(4, {"stopReason": "refusal"})),
+    )
+    assert [m.seq for m in select_session(rec, "two")] == [0, 1, 4, 5, 6, 7, 8]
+    s = AgentStandIn(select_session(rec, "one"))
+    send(s, req(0, "initialize", protocolVersion=1))
+    assert (
+        send(s, req(1, "session/new", cwd="/w", mcpServers=[]))[0]["result"]["sessionId"] == "one"
+    )
+    assert send(s, req(2, "session/prompt", sessionId="one", prompt=[]))[0]["result"] == {
+        "stopReason": "refusal"
+    }
+
+
+def test_a_request_the_recording_never_answered_is_noted() -> None:
+    s = AgentStandIn(recording((C, req(0, "_x/hang"))))
+    assert send(s, req(9, "_x/hang")) == []
+    assert s.problems[0].note and "never answered in the recording" in s.problems[0].message
+    assert s.clean
