@@ -504,4 +504,8 @@ def demo(db: Path | None, keep_going: bool) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    # Under `python -m proxy.cli` this module is __main__; the command modules register on
+    # proxy.cli.main, so run that group.
+    from proxy.cli import main as _main
+
+    _main()

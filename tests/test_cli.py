@@ -180,3 +180,8 @@ def test_show_filters_frames(db: Path) -> None:
     assert not [line for line in lines if "session/prompt" in line]
     anomalous = cli("show", "--db", str(db), "--anomalous", "--json").stdout
     assert json.loads(anomalous)["frames"] == []  # the demo is clean
+
+
+def test_every_command_runs_under_python_dash_m() -> None:
+    for command in ("tools", "terminals", "diffs", "ws", "replay"):
+        assert cli(command, "-h").returncode == 0
