@@ -1,0 +1,208 @@
+"""Benchmark of the WebSocket man in the middle: direct vs through acp-proxy, same run.
+
+Three processes on loopback: an upstream (a plain ``websockets`` server: it counts one-way
+traffic, echoes round trips), ``acp-proxy ws --upstream`` recording into a fresh database,
+and this load client. Reported:
+
+- one-way throughput of small ACP messages (a ~300-byte ``session/update`` notification)
+  and of 1 MiB binary messages, in messages/s and MB/s, until the upstream has them all;
+  through the proxy also until every message is a row in the database;
+- round-trip latency of one small message at a time (median, p99), and what the proxy adds;
+- the proxy's resident memory over one long connection (``--long`` messages).
+
+    /work/venv/bin/python bench/bench_ws.py
+    /work/venv/bin/python bench/bench_ws.py --small 50000 --long 200000
+
+Figures and the machine they came from are in docs/performance.md ("WebSocket").
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from websockets.asyncio.client import connect
+
+ROOT = Path(__file__).resolve().parent.parent
+RAW = {"compression": None, "max_size": None, "ping_interval": None, "max_queue": 64}
+SMALL = (
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess_1",'
+    b'"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text",'
+    b'"text":"Here is the next part of the answer, streamed as a chunk of text by the '
+    b'agent while it works on the prompt."}},"_meta":{"seq":%d}}}'
+)
+
+UPSTREAM = r"""
+import asyncio, sys
+from websockets.asyncio.server import serve
+async def handler(ws):
+    async for m in ws:
+        if m == "count":  # one-way: count until "end", then report
+            n = 0
+            async for m in ws:
+                if m == "end":
+                    await ws.send(str(n)); break
+                n += 1
+        else:
+            await ws.send(m)
+async def main():
+    async with serve(handler, "127.0.0.1", 0, compression=None, max_size=None,
+                     ping_interval=None, max_queue=64) as s:
+        print(s.sockets[0].getsockname()[1], flush=True)
+        await asyncio.Future()
+asyncio.run(main())
+"""
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def one_way(url: str, payloads: list[bytes], text: bool) -> float:
+    async with connect(url, **RAW) as ws:
+        await ws.send("count")
+        t0 = time.perf_counter()
+        for p in payloads:
+            await ws.send(p, text=text)
+        await ws.send("end")
+        n = int(await ws.recv())
+        dt = time.perf_counter() - t0
+    assert n == len(payloads), (n, len(payloads))
+    return dt
+
+
+async def round_trips(url: str, n: int) -> list[float]:
+    out = []
+    async with connect(url, **RAW) as ws:
+        for i in range(n):
+            msg = SMALL % i
+            t0 = time.perf_counter_ns()
+            await ws.send(msg, text=True)
+            await ws.recv(decode=False)
+            out.append((time.perf_counter_ns() - t0) / 1000)
+    return out
+
+
+async def long_connection(url: str, n: int, pid: int) -> list[tuple[int, int]]:
+    samples = [(0, rss_kb(pid))]
+    async with connect(url, **RAW) as ws:
+        window = 256
+
+        async def reader() -> None:
+            for _ in range(n):
+                await ws.recv(decode=False)
+
+        task = asyncio.create_task(reader())
+        for i in range(n):
+            await ws.send(SMALL % i, text=True)
+            if i % window == 0:
+                await asyncio.sleep(0)
+            if i and i % (n // 10) == 0:
+                samples.append((i, rss_kb(pid)))
+        await task
+    samples.append((n, rss_kb(pid)))
+    return samples
+
+
+def rows_in(db: Path) -> int:
+    con = sqlite3.connect(db)
+    try:
+        return int(con.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+    finally:
+        con.close()
+
+
+async def wait_rows(db: Path, n: int, t0: float) -> float:
+    while rows_in(db) < n:
+        await asyncio.sleep(0.01)
+    return time.perf_counter() - t0
+
+
+async def bench(args: argparse.Namespace) -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-ws-"))
+    db = tmp / "bench.sqlite"
+    up = subprocess.Popen([sys.executable, "-c", UPSTREAM], stdout=subprocess.PIPE, text=True)
+    assert up.stdout is not None
+    port = int(up.stdout.readline())
+    direct = f"ws://127.0.0.1:{port}/acp"
+    proxy = subprocess.Popen(
+        [sys.executable, "-m", "proxy.cli", "ws", "--db", str(db), "--listen", "127.0.0.1:0",
+         "--upstream", direct],
+        stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proxy.stderr is not None
+    try:
+        line = proxy.stderr.readline()
+        while "listening on " not in line:
+            if not line:
+                raise SystemExit("acp-proxy ws did not start")
+            sys.stderr.write(line)
+            line = proxy.stderr.readline()
+        via = line.split("listening on ", 1)[1].split(" ", 1)[0] + "/acp"
+        print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, "
+              f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
+        small = [SMALL % i for i in range(args.small)]
+        size = sum(map(len, small))
+        big = [os.urandom(1 << 20)] * args.big
+        print(f"\none way, {args.small} small messages ({size / args.small:.0f} B each):")
+        for name, url in (("direct", direct), ("acp-proxy", via)):
+            before = rows_in(db)
+            t0 = time.perf_counter()
+            dt = await one_way(url, small, True)
+            line = f"  {name:<10} {args.small / dt:>9,.0f} msg/s  {size / dt / 1e6:6.1f} MB/s"
+            if name == "acp-proxy":
+                # the proxy also records the control messages ("count", "end", the reply)
+                rec = await wait_rows(db, before + args.small + 3, t0)
+                line += f"   recorded: {args.small / rec:,.0f} msg/s (all rows in the database)"
+            print(line)
+        print(f"\none way, {args.big} binary messages of 1 MiB:")
+        for name, url in (("direct", direct), ("acp-proxy", via)):
+            dt = await one_way(url, big, False)
+            print(
+                f"  {name:<10} {args.big / dt:>9,.0f} msg/s  {args.big * 1.048576 / dt:6.1f} MB/s"
+            )
+        print(f"\nround trip, one small message at a time ({args.rtt} each):")
+        medians = {}
+        for name, url in (("direct", direct), ("acp-proxy", via)):
+            await round_trips(url, 200)  # warm up
+            t = sorted(await round_trips(url, args.rtt))
+            medians[name] = statistics.median(t)
+            p99 = t[int(len(t) * 0.99)]
+            print(f"  {name:<10} median {medians[name]:7.0f} µs   p99 {p99:7.0f} µs")
+        print(f"  added by the proxy: {medians['acp-proxy'] - medians['direct']:.0f} µs (median)")
+        print(f"\nproxy memory over one connection of {args.long} round trips (RSS):")
+        for i, kb in await long_connection(via, args.long, proxy.pid):
+            print(f"  after {i:>8} messages: {kb / 1024:6.1f} MB")
+        print(f"\ndatabase: {rows_in(db)} rows, {db.stat().st_size / 1e6:.0f} MB")
+    finally:
+        proxy.terminate()
+        proxy.wait()
+        up.terminate()
+        up.wait()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--small", type=int, default=50_000)
+    ap.add_argument("--big", type=int, default=200)
+    ap.add_argument("--rtt", type=int, default=3_000)
+    ap.add_argument("--long", type=int, default=200_000)
+    asyncio.run(bench(ap.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
