@@ -248,48 +248,52 @@ class Bench:
             proxied.append(self.flood(count, size, proxied=True))
         return direct, proxied
 
-    def rtt(self, n: int, warmup: int, proxied: bool) -> list[float]:
-        """Round trips in µs: one request at a time, waiting for its response."""
+    def rtt(self, n: int, warmup: int) -> tuple[list[float], list[float]]:
+        """Round trips in µs, direct and via the proxy, both agents running at once and
+        asked in turn (so both see the same machine state): one request at a time, each
+        waiting for its response."""
         agent = self.agent("echo")
-        db = self.fresh_db() if proxied else None
-        argv = self.via_proxy(db, agent) if db else agent
-        p = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=self.env
-        )
-        assert p.stdin is not None and p.stdout is not None
-        fin, fout = p.stdin.fileno(), p.stdout.fileno()
-        times: list[float] = []
+        db = self.fresh_db()
+        procs = [
+            subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=self.env
+            )
+            for argv in (agent, self.via_proxy(db, agent))
+        ]
+        times: list[list[float]] = [[], []]
         clock = time.perf_counter_ns
         try:
             for i in range(warmup + n):
                 req = b'{"jsonrpc":"2.0","id":%d,"method":"_bench/ping","params":{}}\n' % i
-                t = clock()
-                os.write(fin, req)
-                buf = os.read(fout, 65536)
-                while not buf.endswith(b"\n"):
-                    more = os.read(fout, 65536)
-                    if not more:
-                        raise RuntimeError("agent closed its stdout")
-                    buf += more
-                dt = clock() - t
-                if i >= warmup:
-                    times.append(dt / 1000)
+                for k, p in enumerate(procs):
+                    assert p.stdin is not None and p.stdout is not None
+                    fin, fout = p.stdin.fileno(), p.stdout.fileno()
+                    t = clock()
+                    os.write(fin, req)
+                    buf = os.read(fout, 65536)
+                    while not buf.endswith(b"\n"):
+                        more = os.read(fout, 65536)
+                        if not more:
+                            raise RuntimeError("agent closed its stdout")
+                        buf += more
+                    dt = clock() - t
+                    if i >= warmup:
+                        times[k].append(dt / 1000)
         finally:
-            p.stdin.close()
-            p.wait()
-        if db is not None:
-            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-            rows, paired = conn.execute(
-                "SELECT COUNT(*), COUNT(request_seq) FROM messages"
-            ).fetchone()
-            conn.close()
-            self.drop_db(db)
-            want = 2 * (warmup + n)
-            if rows != want or paired != want // 2:
-                self.failures.append(
-                    f"round trips via proxy: {rows} frames ({paired} paired), expected {want}"
-                )
-        return times
+            for p in procs:
+                assert p.stdin is not None
+                p.stdin.close()
+                p.wait()
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        rows, paired = conn.execute("SELECT COUNT(*), COUNT(request_seq) FROM messages").fetchone()
+        conn.close()
+        self.drop_db(db)
+        want = 2 * (warmup + n)
+        if rows != want or paired != want // 2:
+            self.failures.append(
+                f"round trips via proxy: {rows} frames ({paired} paired), expected {want}"
+            )
+        return times[0], times[1]
 
     def startup(self, runs: int, proxied: bool) -> list[float]:
         """ms from spawn to the first byte on stdout; agent: /bin/echo of one frame."""
@@ -648,8 +652,7 @@ def main() -> int:
         row("  maxrss from wait4 (proxy or agent)", "", f"{pB.maxrss_kb / 1024:,.1f} MiB", "", None)
 
         # round trips
-        rd = b.rtt(n_rtt, 200, proxied=False)
-        rp = b.rtt(n_rtt, 200, proxied=True)
+        rd, rp = b.rtt(n_rtt, 200)
         row(
             f"round trip, {n_rtt:,} requests: median µs",
             f"{med(rd):,.1f}",
