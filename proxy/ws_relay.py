@@ -7,7 +7,9 @@ gets either its own upstream connection — man in the middle — or its own age
 :func:`bridge_stdio_client` (our stdin/stdout as a stdio client of a remote WebSocket agent).
 
 Order and recording: a message is handed to the tap when it has been received, before it is
-sent on, so ``seq`` is the order of arrival at the proxy across both directions.
+sent on, so ``seq`` is the order of arrival at the proxy across both directions. Between two
+WebSocket legs, single-frame messages are forwarded in the protocol callback (FastLane, in
+``transports/websocket.py``); the pumps carry the rest and see each side's end.
 
 Bridging reshapes by design (PROTOCOL.md §2.1 vs §2.3): a line becomes a message and a
 message becomes a line; the payload bytes are unchanged. A line that is valid UTF-8 becomes a
@@ -58,6 +60,7 @@ from .transports.websocket import (
     RelayServerConnection,
     WsEndpoint,
     WsSettings,
+    install_lane,
     open_client,
     redact_headers,
     redact_url,
@@ -103,6 +106,8 @@ class Endpoint(Protocol):
 async def relay(client: Endpoint, agent: Endpoint, tap: Tap) -> dict[str, Ending]:
     """Pump both directions until both ends are done; returns how each side ended."""
     endings: dict[str, Ending] = {}
+    if isinstance(client, WsEndpoint) and isinstance(agent, WsEndpoint):
+        _fast_lanes(client, agent, tap)
     try:
         async with asyncio.TaskGroup() as tg:
             tasks = [
@@ -114,6 +119,21 @@ async def relay(client: Endpoint, agent: Endpoint, tap: Tap) -> dict[str, Ending
         raise
     assert all(t.done() for t in tasks)
     return endings
+
+
+def _fast_lanes(client: WsEndpoint, agent: WsEndpoint, tap: Tap) -> None:
+    """ws↔ws: complete messages are forwarded in the protocol callbacks (FastLane); the
+    pumps below still carry fragmented messages and see each side's end."""
+    c2a, a2c = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
+
+    def record_c2a(opcode: Opcode, data: bytes, t: int) -> None:
+        tap.message(c2a, data, opcode, t)
+
+    def record_a2c(opcode: Opcode, data: bytes, t: int) -> None:
+        tap.message(a2c, data, opcode, t)
+
+    install_lane(client.conn, agent.conn, record_c2a)
+    install_lane(agent.conn, client.conn, record_a2c)
 
 
 async def _pump(
@@ -150,6 +170,10 @@ async def _pump(
                 deliverable = False
         undelivered += 1
     endings[src.side] = ending
+    lane = src.conn.lane if isinstance(src, WsEndpoint) else None
+    if lane is not None:
+        delivered += lane.delivered
+        undelivered += lane.undelivered
     tap.event(
         "close" if ending.kind in ("close", "drop") else ending.kind,
         side=src.side,

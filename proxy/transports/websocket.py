@@ -2,7 +2,8 @@
 
 What belongs here: the settings every WebSocket leg is opened with, the server and client
 connection types, :class:`WsEndpoint` (one leg: whole messages in and out with their opcode,
-the close of one leg mirrored on another), how a leg ended (:class:`Ending`), and the header
+the close of one leg mirrored on another), :class:`FastLane` (a leg forwarding complete
+messages to another from the protocol callback), how a leg ended (:class:`Ending`), and the header
 policy of the upgrade (what is relayed, what is hop-by-hop, what is redacted when stored).
 No relaying logic and no recording here: that is ``proxy/ws_relay.py``.
 
@@ -32,7 +33,7 @@ import dataclasses
 import re
 import time
 import urllib.parse
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
@@ -51,11 +52,13 @@ __all__ = [
     "NO_STATUS",
     "Ended",
     "Ending",
+    "FastLane",
     "Message",
     "RelayClientConnection",
     "RelayServerConnection",
     "WsEndpoint",
     "WsSettings",
+    "install_lane",
     "open_client",
     "redact_headers",
     "redact_url",
@@ -192,19 +195,91 @@ def _track(opcodes: collections.deque[Opcode], event: object) -> None:
             opcodes.append(Opcode.BINARY)
 
 
+OnMessage = Callable[[Opcode, bytes, int], None]
+
+
+class FastLane:
+    """Forwards each complete single-frame message from ``src`` to ``dst`` inside the
+    protocol callback that parsed it: no task switch, no copy beyond the frame's.
+
+    Order is kept with the slow path (``recv``: fragmented messages, and whatever was
+    queued before the lane existed): a frame takes the lane only when no message of
+    ``src`` is waiting in the assembler or held by the relay. ``on_message`` (the tap)
+    sees each message before it is written on. Backpressure: when ``dst``'s write buffer
+    is over its limit, reading from ``src`` is paused until it drains.
+    """
+
+    __slots__ = ("delivered", "dst", "on_message", "paused_src", "src", "undelivered")
+
+    def __init__(self, src: Any, dst: Any, on_message: OnMessage) -> None:
+        self.src, self.dst, self.on_message = src, dst, on_message
+        self.delivered = self.undelivered = 0
+        self.paused_src = False
+
+    def take(self, frame: Frame) -> bool:
+        src = self.src
+        if not frame.fin or src.opcodes or src.holding:
+            return False
+        if frame.opcode is _WsOpcode.TEXT:
+            opcode = Opcode.TEXT
+        elif frame.opcode is _WsOpcode.BINARY:
+            opcode = Opcode.BINARY
+        else:
+            return False
+        data = frame.data if type(frame.data) is bytes else bytes(frame.data)
+        self.on_message(opcode, data, time.monotonic_ns())
+        dst = self.dst
+        if dst.protocol.state is not State.OPEN:
+            self.undelivered += 1
+            return True
+        if opcode is Opcode.TEXT:
+            dst.protocol.send_text(data)
+        else:
+            dst.protocol.send_binary(data)
+        try:
+            dst.send_data()
+        except Exception:  # the transport failed: the relay sees the close
+            self.undelivered += 1
+            return True
+        self.delivered += 1
+        if dst.paused and not self.paused_src:
+            self.paused_src = True
+            src.transport.pause_reading()
+        return True
+
+    def resumed(self) -> None:
+        """``dst`` drained its write buffer: read ``src`` again (unless its assembler is
+        full, which resumes reading itself)."""
+        if self.paused_src:
+            self.paused_src = False
+            if not self.src.recv_messages.paused and self.src.protocol.state is not State.CLOSED:
+                self.src.transport.resume_reading()
+
+
 class RelayServerConnection(ServerConnection):
     """A server connection that remembers each message's opcode (``recv(decode=False)``
-    gives bytes for both) and carries the relay's per-connection state."""
+    gives bytes for both), can forward on a :class:`FastLane`, and carries the relay's
+    per-connection state."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.opcodes: collections.deque[Opcode] = collections.deque()
+        self.lane: FastLane | None = None
+        self.holding = False  # the relay holds a message of ours not yet written on
+        self.drain_hooks: list[Callable[[], None]] = []
         self.attachment: object = None
-        self.lost_hooks: list[Any] = []
+        self.lost_hooks: list[Callable[[], None]] = []
 
     def process_event(self, event: Any) -> None:
+        if self.lane is not None and isinstance(event, Frame) and self.lane.take(event):
+            return
         _track(self.opcodes, event)
         super().process_event(event)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        for hook in self.drain_hooks:
+            hook()
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
@@ -213,15 +288,37 @@ class RelayServerConnection(ServerConnection):
 
 
 class RelayClientConnection(ClientConnection):
-    """A client connection that remembers each message's opcode."""
+    """A client connection that remembers each message's opcode and can forward on a
+    :class:`FastLane`."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.opcodes: collections.deque[Opcode] = collections.deque()
+        self.lane: FastLane | None = None
+        self.holding = False
+        self.drain_hooks: list[Callable[[], None]] = []
 
     def process_event(self, event: Any) -> None:
+        if self.lane is not None and isinstance(event, Frame) and self.lane.take(event):
+            return
         _track(self.opcodes, event)
         super().process_event(event)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        for hook in self.drain_hooks:
+            hook()
+
+
+def install_lane(
+    src: RelayServerConnection | RelayClientConnection,
+    dst: RelayServerConnection | RelayClientConnection,
+    on_message: OnMessage,
+) -> FastLane:
+    lane = FastLane(src, dst, on_message)
+    dst.drain_hooks.append(lane.resumed)
+    src.lane = lane
+    return lane
 
 
 class _connect(connect):
@@ -267,11 +364,14 @@ class WsEndpoint:
         self._ending: Ending | None = None
 
     async def recv(self) -> Message:
+        conn = self.conn
+        conn.holding = False  # the previous message has been written on
         try:
-            data = await self.conn.recv(decode=False)
+            data = await conn.recv(decode=False)
         except ConnectionClosed as e:
             raise Ended(Ending.from_closed(e)) from None
-        return Message(self.conn.opcodes.popleft(), data, _now())
+        conn.holding = True  # until the relay asks for the next one
+        return Message(conn.opcodes.popleft(), data, _now())
 
     async def send(self, msg: Message) -> None:
         try:
