@@ -150,9 +150,9 @@ def ws(
     """Accept WebSocket clients and relay each one, recording every message.
 
     \b
-    Man in the middle (each client connection = one upstream connection = one capture):
+    Example, man in the middle (one upstream connection and one capture per client):
         acp-proxy ws --listen 127.0.0.1:8765 --upstream ws://agent.example:8000/acp
-    Expose a local stdio agent (a fresh agent process per connection):
+    Example, a local stdio agent (a fresh agent process per connection):
         acp-proxy ws --listen 127.0.0.1:8765 -- my-agent --flag
     Then point the client at ws://127.0.0.1:8765/acp.
 
