@@ -526,7 +526,9 @@ def main() -> int:
     proxy = proxy_command()
     if a.source:
         src = str(Path(a.source).resolve())
-        env = {**os.environ, "PYTHONPATH": src}
+        # PYTHONSAFEPATH: `python -m` must not find the working directory's proxy/ first
+        # (in the proxy nor in the recorder process it starts)
+        env = {**os.environ, "PYTHONPATH": src, "PYTHONSAFEPATH": "1"}
         proxy = [PY, "-m", "proxy.cli"]
         sys.path.insert(0, src)
     q = a.quick
