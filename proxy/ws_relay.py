@@ -638,7 +638,9 @@ class _Session:
         self.upstream: Any = None
         self.agent: _Agent | None = None
         self.started = False
-        self.done = False
+        self.done = False  # the capture is closed (refused, failed, abandoned or relayed)
+        self.abandoning = False
+        self.open_done = asyncio.Event()  # open() has returned, whatever it opened
         self.opened_ns = time.monotonic_ns()
         meta = CaptureMeta(
             transport="ws" if cfg.upstream else "ws-stdio",
@@ -672,6 +674,12 @@ class _Session:
     async def open(self) -> Response | None:
         """Admission, then the upstream connection or the agent process (PROTOCOL.md
         §12.7: headers relayed, subprotocol and cookies relayed back)."""
+        try:
+            return await self._open()
+        finally:
+            self.open_done.set()
+
+    async def _open(self) -> Response | None:
         cfg = self.front.config
         refusal = cfg.admission.refusal(self.request)
         if refusal is not None:
@@ -740,17 +748,23 @@ class _Session:
     def refused_late(self, status: int) -> None:
         if not self.done:
             self.tap.event("handshake_failed", status=status, request=self._request_event())
-            self.front.spawn(self.abandon())
+            self._abandon_soon()
 
     def lost(self) -> None:
-        if not self.started and not self.done:
+        if not self.started:
+            self._abandon_soon()
+
+    def _abandon_soon(self) -> None:
+        if not self.abandoning and not self.started:
+            self.abandoning = True
             self.front.spawn(self.abandon())
 
     async def abandon(self) -> None:
-        """The client went away before the relay started: undo what was opened."""
-        if self.done:
+        """The client went away before the relay started: undo what was opened, once the
+        upstream connection or agent being opened for it is there."""
+        await self.open_done.wait()
+        if self.started:
             return
-        self.done = True
         if self.upstream is not None:
             await self.upstream.close(1001)
         if self.agent is not None:
@@ -758,8 +772,10 @@ class _Session:
                 self.agent.proc.stdin.close()
             self.agent.kill_now()
             await asyncio.to_thread(self.agent.proc.wait)
-        self.tap.event("abandoned", reason="client left during the handshake")
-        self.tap.close()
+        if not self.done:
+            self.done = True
+            self.tap.event("abandoned", reason="client left during the handshake")
+            self.tap.close()
 
     async def run(self) -> None:
         self.started = True

@@ -355,3 +355,25 @@ async def test_fifty_concurrent_connections_each_its_own_capture(db: Path) -> No
     for cid, url, _, _ in caps:
         n = url.rsplit("=", 1)[1]
         assert all(f'"n":{n}}}'.encode() in raw for *_, raw in messages(db, cid))
+
+
+async def test_client_leaving_during_a_slow_upstream_handshake_closes_upstream(
+    db: Path,
+) -> None:
+    async def slow(conn: ServerConnection, request: object) -> None:
+        await asyncio.sleep(0.5)
+
+    async with (
+        upstream_server(process_request=slow) as up,
+        running_proxy(db, upstream=up.url) as proxy,
+    ):
+        with pytest.raises(TimeoutError):
+            await connect(proxy.url + "/acp", open_timeout=0.1, **RAW)
+        await asyncio.wait_for(up.event.wait(), 10)  # the upstream leg is closed, not leaked
+        for _ in range(200):
+            if rows(db, "SELECT ended_at FROM captures")[0][0]:
+                break
+            await asyncio.sleep(0.02)
+    assert up.closed == [(1001, "", False)]
+    assert "abandoned" in [k for k, _ in events(db, 1)]
+    assert rows(db, "SELECT message_count FROM captures WHERE ended_at IS NOT NULL") == [(0,)]
