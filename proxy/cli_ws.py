@@ -68,6 +68,8 @@ def record_upstream(db: Path, url: str, *, label: str | None) -> int:
     except ProxyError as e:
         click.echo(f"acp-proxy: error: {e}", err=True)
         code = e.exit_code
+    except KeyboardInterrupt:  # before the connection was up (later, SIGINT is handled)
+        code = 128 + signal.SIGINT
     finally:
         writer.close()
         sys.stderr.flush()

@@ -3,8 +3,9 @@
 What belongs here: the settings every WebSocket leg is opened with, the server and client
 connection types, :class:`WsEndpoint` (one leg: whole messages in and out with their opcode,
 the close of one leg mirrored on another), :class:`FastLane` (a leg forwarding complete
-messages to another from the protocol callback), how a leg ended (:class:`Ending`), and the header
-policy of the upgrade (what is relayed, what is hop-by-hop, what is redacted when stored).
+messages to another from the protocol callback), how a leg ended (:class:`Ending`), and the
+header policy of the upgrade (what is relayed, what is hop-by-hop, what is redacted when
+stored).
 No relaying logic and no recording here: that is ``proxy/ws_relay.py``.
 
 Every ``websockets`` default that would add, refuse or reshape traffic is set explicitly
