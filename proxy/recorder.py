@@ -44,8 +44,9 @@ from .sink import json_text as _json
 
 __all__ = ["CaptureMeta", "Tap", "Writer", "import_spill", "spill_files"]
 
-DEFAULT_QUEUE_BYTES = 16 * 1024 * 1024
+DEFAULT_QUEUE_BYTES = 8 * 1024 * 1024
 _MAX_ROWS_PER_TXN = 10_000
+_MAX_BYTES_PER_TXN = 1024 * 1024  # a batch is held as rows, pickled, and unpickled
 _MAX_PENDING_REQUESTS = 100_000
 
 
@@ -234,7 +235,7 @@ class Writer:
                     stop = True
                     continue
                 self._process(item, batch)
-                if batch.rows >= _MAX_ROWS_PER_TXN:
+                if batch.rows >= _MAX_ROWS_PER_TXN or batch.nbytes >= _MAX_BYTES_PER_TXN:
                     self._flush(batch)
                     batch = _Batch()
             self._flush(batch)
@@ -289,6 +290,7 @@ class Writer:
         extra: tuple[str, ...],
     ) -> None:
         uid = tap.meta.uid
+        b.nbytes += len(raw)
         seq = tap.seq
         tap.seq += 1
         tap.count += 1
@@ -447,9 +449,10 @@ class Writer:
 
 
 class _Batch:
-    __slots__ = ("events", "frames", "items", "opens", "stderr", "touched")
+    __slots__ = ("events", "frames", "items", "nbytes", "opens", "stderr", "touched")
 
     def __init__(self) -> None:
+        self.nbytes = 0
         self.opens: list[Tap] = []
         self.frames: list[tuple[Any, ...]] = []
         self.items: list[tuple[Any, ...]] = []

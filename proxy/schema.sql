@@ -87,7 +87,6 @@ CREATE TABLE events (
     detail          TEXT                       -- JSON
 );
 
-CREATE INDEX messages_capture_method ON messages (capture_id, method);
 CREATE INDEX stderr_capture ON stderr (capture_id);
 CREATE INDEX events_capture ON events (capture_id);
 
