@@ -46,6 +46,7 @@ __all__ = ["CaptureMeta", "Tap", "Writer", "import_spill", "spill_files"]
 
 DEFAULT_QUEUE_BYTES = 8 * 1024 * 1024
 _MAX_ROWS_PER_TXN = 10_000
+_COALESCE_S = 0.002
 _MAX_BYTES_PER_TXN = 1024 * 1024  # a batch is held as rows, pickled, and unpickled
 _MAX_PENDING_REQUESTS = 100_000
 
@@ -229,6 +230,11 @@ class Writer:
         stop = False
         while not stop:
             items = self._q.get_all(timeout=0.5)
+            if 0 < len(items) < 64 and all(item[0] != "stop" for item in items):
+                # Sparse traffic: wait a moment before taking the GIL, so that the answer
+                # to what just went by is forwarded first, and batch what follows with it.
+                time.sleep(_COALESCE_S)
+                items += self._q.get_all(timeout=0)
             batch = _Batch()
             for item in items:
                 if item[0] == "stop":
@@ -291,6 +297,7 @@ class Writer:
     ) -> None:
         uid = tap.meta.uid
         b.nbytes += len(raw)
+        b.frame_count += 1
         seq = tap.seq
         tap.seq += 1
         tap.count += 1
@@ -328,9 +335,11 @@ class Writer:
                 )
         if info.method == "initialize" or info.kind in (Kind.RESPONSE, Kind.ERROR):
             self._note_initialize(tap, direction, info, request_seq)
-        b.frames.append(
+        rows = b.frames.get(uid)
+        if rows is None:
+            rows = b.frames[uid] = []
+        rows.append(
             (
-                uid,
                 seq,
                 _DIRECTION_VALUE[direction],
                 t,
@@ -449,12 +458,13 @@ class Writer:
 
 
 class _Batch:
-    __slots__ = ("events", "frames", "items", "nbytes", "opens", "stderr", "touched")
+    __slots__ = ("events", "frame_count", "frames", "items", "nbytes", "opens", "stderr", "touched")
 
     def __init__(self) -> None:
         self.nbytes = 0
         self.opens: list[Tap] = []
-        self.frames: list[tuple[Any, ...]] = []
+        self.frames: dict[str, list[tuple[Any, ...]]] = {}  # uid -> rows
+        self.frame_count = 0
         self.items: list[tuple[Any, ...]] = []
         self.stderr: list[tuple[Any, ...]] = []
         self.events: list[tuple[Any, ...]] = []
@@ -462,7 +472,7 @@ class _Batch:
 
     @property
     def rows(self) -> int:
-        return len(self.frames) + len(self.stderr) + len(self.events)
+        return self.frame_count + len(self.stderr) + len(self.events)
 
     def empty(self) -> bool:
         return not (self.opens or self.frames or self.stderr or self.events or self.touched)

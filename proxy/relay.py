@@ -15,6 +15,7 @@ long again.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import subprocess
@@ -50,6 +51,9 @@ def record_stdio(
     # The writer thread is CPU-bound during floods; a short switch interval lets a pump that
     # has bytes to forward take the GIL within half a millisecond instead of five.
     sys.setswitchinterval(0.0005)
+    # The recorder thread makes many short-lived tuples and no cycles (see recorder_child).
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 50)
     try:
         proc = spawn_agent(argv)
     except AgentSpawnError as e:

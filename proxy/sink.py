@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from itertools import chain
 from pathlib import Path
 from typing import IO, Any
 
@@ -51,7 +52,7 @@ FRAME_COLUMNS = (
     "session_id, update_kind, tool_call_id, terminal_id, error_code, anomalies, request_seq, "
     "latency_ns"
 )
-_INSERT_FRAME = f"INSERT INTO messages ({FRAME_COLUMNS}) VALUES ({', '.join('?' * 19)})"
+_ROWS_PER_STATEMENT = 50
 
 
 def now_iso() -> str:
@@ -68,20 +69,25 @@ def stderr_warn(message: str) -> None:
 class Batch:
     """Rows for one transaction. Captures are named by ``uid``; the sink maps them to ids.
 
-    ``frames`` rows follow ``FRAME_COLUMNS`` with the uid in place of ``capture_id``;
+    ``frames`` maps a uid to its rows, each following ``FRAME_COLUMNS`` without
+    ``capture_id`` (so rows need no rebuilding to carry the id the sink assigns);
     ``updates`` maps a uid to the capture columns to set.
     """
 
     opens: list[dict[str, Any]] = field(default_factory=list)
-    frames: list[tuple[Any, ...]] = field(default_factory=list)
+    frames: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict)
     items: list[tuple[Any, ...]] = field(default_factory=list)
     stderr: list[tuple[Any, ...]] = field(default_factory=list)
     events: list[tuple[Any, ...]] = field(default_factory=list)
     updates: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
-    def rows(self) -> int:
-        return len(self.frames) + len(self.stderr) + len(self.events)
+    def frame_count(self) -> int:
+        return sum(len(rows) for rows in self.frames.values())
+
+    def frame_rows(self) -> list[tuple[Any, ...]]:
+        """Frame rows with the uid first."""
+        return [(uid, *r) for uid, rows in self.frames.items() for r in rows]
 
     def empty(self) -> bool:
         return not (self.opens or self.frames or self.stderr or self.events or self.updates)
@@ -97,6 +103,7 @@ class SqliteSink:
         self._warn = warn
         self._conn: sqlite3.Connection | None = None
         self._ids: dict[str, int] = {}
+        self._statements: dict[tuple[int, int], str] = {}
         self._spill: IO[bytes] | None = None
         self._spill_path: Path | None = None
         self.lost = 0
@@ -122,7 +129,7 @@ class SqliteSink:
         if self._conn is not None and self._spill is None:
             try:
                 self._write(self._conn, b)
-                self.frames_written += len(b.frames)
+                self.frames_written += b.frame_count
                 return
             except sqlite3.Error as e:
                 with contextlib.suppress(sqlite3.Error):
@@ -213,8 +220,8 @@ class SqliteSink:
                 ),
             )
             ids[m["uid"]] = int(cur.lastrowid or 0)
-        if b.frames:
-            conn.executemany(_INSERT_FRAME, [(ids[r[0]], *r[1:]) for r in b.frames])
+        for uid, rows in b.frames.items():
+            self._insert_frames(conn, ids[uid], rows)
         if b.items:
             conn.executemany(
                 "INSERT INTO batch_items VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -237,6 +244,30 @@ class SqliteSink:
                     f"UPDATE captures SET {cols} WHERE id = ?", [*fields.values(), ids[uid]]
                 )
         conn.execute("COMMIT")
+
+    def _insert_frames(
+        self, conn: sqlite3.Connection, capture_id: int, rows: list[tuple[Any, ...]]
+    ) -> None:
+        """Insert ``_ROWS_PER_STATEMENT`` rows per statement: SQLite's per-statement work
+        and the module's per-row call overhead are paid once for many rows."""
+        k = _ROWS_PER_STATEMENT
+        full = len(rows) - len(rows) % k
+        if full:
+            conn.executemany(
+                self._statement(capture_id, k),
+                (list(chain.from_iterable(rows[i : i + k])) for i in range(0, full, k)),
+            )
+        if full < len(rows):
+            conn.executemany(self._statement(capture_id, 1), rows[full:])
+
+    def _statement(self, capture_id: int, n: int) -> str:
+        key = (capture_id, n)
+        sql = self._statements.get(key)
+        if sql is None:  # the id is ours (an integer from the database), safe as a literal
+            one = f"({int(capture_id)}, {', '.join('?' * 18)})"
+            sql = f"INSERT INTO messages ({FRAME_COLUMNS}) VALUES {', '.join([one] * n)}"
+            self._statements[key] = sql
+        return sql
 
     # -- spill --------------------------------------------------------------------------
 
@@ -264,8 +295,8 @@ class SqliteSink:
     def _count_lost(self, b: Batch) -> None:
         for m in b.opens:
             self._metas[m["uid"]] = m
-        self.lost += len(b.frames)
-        for r in b.frames:
+        self.lost += b.frame_count
+        for r in b.frame_rows():
             entry = self._lost_by_uid.setdefault(r[0], [0, r[1], r[1]])
             entry[0] += 1
             entry[2] = r[1]
@@ -288,7 +319,7 @@ class SqliteSink:
                     "opcode": r[6],
                 }
             )
-            for r in b.frames
+            for r in b.frame_rows()
         ]
         lines += [
             _json_line(
@@ -307,10 +338,10 @@ class SqliteSink:
             self._spill.write(b"".join(lines))
             self._spill.flush()
         except OSError as e:
-            self.lost += len(b.frames)
+            self._count_lost(b)
             self._warn(
                 f"warning: spill file {self._spill_path} failed ({e.strerror}); "
-                f"{len(b.frames)} frames lost"
+                f"{b.frame_count} frames lost"
             )
 
     def _reimport_own_spill(self) -> None:

@@ -27,9 +27,8 @@ def _meta(uid: str) -> dict[str, object]:
     }
 
 
-def _frame(uid: str, seq: int, raw: bytes) -> tuple[object, ...]:
+def _frame(seq: int, raw: bytes) -> tuple[object, ...]:
     return (
-        uid,
         seq,
         "a2c",
         seq * 10,
@@ -54,7 +53,7 @@ def _frame(uid: str, seq: int, raw: bytes) -> tuple[object, ...]:
 def _batch(uid: str, seqs: range, *, open_: bool = False) -> Batch:
     return Batch(
         opens=[_meta(uid)] if open_ else [],
-        frames=[_frame(uid, i, b'{"n":%d}' % i) for i in seqs],
+        frames={uid: [_frame(i, b'{"n":%d}' % i) for i in seqs]},
         updates={uid: {"message_count": seqs.stop}},
     )
 
