@@ -181,6 +181,8 @@ def record(
     argv = list(command)
     if argv and argv[0] == "--":
         argv = argv[1:]
+    elif argv and argv[0].startswith("-"):
+        _fail(f"no such option: {argv[0]} (the agent command goes after --)", 2)
     if upstream is not None:
         if argv:
             _fail("give either --upstream URL or an agent command, not both", 2)
