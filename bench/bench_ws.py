@@ -64,10 +64,18 @@ asyncio.run(main())
 
 
 def rss_kb(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
+    """Resident memory of ``pid`` and its children (the recorder may run in a child)."""
+    total = 0
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                total += rss_kb(int(child))
+    except OSError:
+        pass
+    return total
 
 
 async def one_way(url: str, payloads: list[bytes], text: bool) -> float:
@@ -184,7 +192,7 @@ async def bench(args: argparse.Namespace) -> None:
             p99 = t[int(len(t) * 0.99)]
             print(f"  {name:<10} median {medians[name]:7.0f} µs   p99 {p99:7.0f} µs")
         print(f"  added by the proxy: {medians['acp-proxy'] - medians['direct']:.0f} µs (median)")
-        print(f"\nproxy memory over one connection of {args.long} round trips (RSS):")
+        print(f"\nproxy memory (RSS, with children) over {args.long} round trips, one connection:")
         for i, kb in await long_connection(via, args.long, proxy.pid):
             print(f"  after {i:>8} messages: {kb / 1024:6.1f} MB")
         print(f"\ndatabase: {rows_in(db)} rows, {db.stat().st_size / 1e6:.0f} MB")
