@@ -175,7 +175,7 @@ async def _pump(
         delivered += lane.delivered
         undelivered += lane.undelivered
     tap.event(
-        "close" if ending.kind in ("close", "drop") else ending.kind,
+        "close" if ending.kind in ("close", "drop") else "stream_end",
         side=src.side,
         **ending.as_event(),
     )
