@@ -187,6 +187,7 @@ class Writer:
         self._max_frame = max_frame
         self._warn = warn
         self._sink: SqliteSink | None = None
+        self._live: dict[str, Tap] = {}  # captures opened and not yet closed
         if os.environ.get("ACP_PROXY_RECORDER") == "thread":
             in_process = True
         self._child = None if in_process else _spawn_child(self.db_path)
@@ -275,6 +276,7 @@ class Writer:
             b.touched[id(tap)] = tap
         elif op == "open":
             b.opens.append(tap)
+            self._live[tap.meta.uid] = tap
         elif op == "close":
             for direction, framer in tap.framers.items():
                 for piece in framer.end():
@@ -283,6 +285,7 @@ class Writer:
             tap.updates.update(item[2])
             tap.updates["ended_ns"] = tap.rel(item[2]["ended_ns"])
             b.touched[id(tap)] = tap
+            self._live.pop(tap.meta.uid, None)
 
     def _frame(
         self,
@@ -454,6 +457,14 @@ class Writer:
                 self._child = None
         if self._sink is None:
             self._sink = SqliteSink(self.db_path, warn=self._warn)
+            # The recorder process died with batches it may not have committed: re-open the
+            # captures in flight and let the sink count what never reached the database.
+            taps = {**self._live, **{t.meta.uid: t for t in b.touched.values()}}
+            opened = {m["uid"] for m in batch.opens}
+            batch.opens += [_meta_row(t.meta) for uid, t in taps.items() if uid not in opened]
+            for uid, t in taps.items():
+                batch.updates.setdefault(uid, {**t.updates, "message_count": t.count})
+                batch.expect[uid] = t.seq - len(batch.frames.get(uid, ()))
         self._sink.write(batch)
 
 

@@ -80,6 +80,9 @@ class Batch:
     stderr: list[tuple[Any, ...]] = field(default_factory=list)
     events: list[tuple[Any, ...]] = field(default_factory=list)
     updates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # uid -> frames numbered before this batch; the sink records any it does not hold as a
+    # gap (sent after the recorder process died with batches in flight)
+    expect: dict[str, int] = field(default_factory=dict)
 
     @property
     def frame_count(self) -> int:
@@ -200,10 +203,12 @@ class SqliteSink:
         ids = self._ids
         conn.execute("BEGIN IMMEDIATE")
         for m in b.opens:
-            cur = conn.execute(
+            # ON CONFLICT: a recorder that took over from a dead recorder process re-sends
+            # the captures still open, some of which are in the database already.
+            row = conn.execute(
                 "INSERT INTO captures (uid, transport, agent_command, cwd, upstream_url, "
                 "listen_url, pid, proxy_pid, started_at, started_ns, proxy_version, label) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (uid) DO NOTHING RETURNING id",
                 (
                     m["uid"],
                     m["transport"],
@@ -218,32 +223,76 @@ class SqliteSink:
                     __version__,
                     m["label"],
                 ),
-            )
-            ids[m["uid"]] = int(cur.lastrowid or 0)
+            ).fetchone()
+            if row is None:
+                row = conn.execute("SELECT id FROM captures WHERE uid = ?", [m["uid"]]).fetchone()
+            ids[m["uid"]] = int(row[0])
+        for uid, before in b.expect.items():
+            self._record_missing(conn, self._capture_id(conn, uid), before)
         for uid, rows in b.frames.items():
-            self._insert_frames(conn, ids[uid], rows)
+            self._insert_frames(conn, self._capture_id(conn, uid), rows)
         if b.items:
             conn.executemany(
                 "INSERT INTO batch_items VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                [(ids[r[0]], *r[1:]) for r in b.items],
+                [(self._capture_id(conn, r[0]), *r[1:]) for r in b.items],
             )
         if b.stderr:
             conn.executemany(
                 "INSERT INTO stderr (capture_id, t_ns, data) VALUES (?,?,?)",
-                [(ids[r[0]], r[1], r[2]) for r in b.stderr],
+                [(self._capture_id(conn, r[0]), r[1], r[2]) for r in b.stderr],
             )
         if b.events:
             conn.executemany(
                 "INSERT INTO events (capture_id, t_ns, kind, detail) VALUES (?,?,?,?)",
-                [(ids[r[0]], r[1], r[2], _json(r[3]) if r[3] else None) for r in b.events],
+                [
+                    (self._capture_id(conn, r[0]), r[1], r[2], _json(r[3]) if r[3] else None)
+                    for r in b.events
+                ],
             )
         for uid, fields in b.updates.items():
             if fields:
                 cols = ", ".join(f"{k} = ?" for k in fields)
                 conn.execute(
-                    f"UPDATE captures SET {cols} WHERE id = ?", [*fields.values(), ids[uid]]
+                    f"UPDATE captures SET {cols} WHERE id = ?",
+                    [*fields.values(), self._capture_id(conn, uid)],
                 )
         conn.execute("COMMIT")
+
+    def _record_missing(self, conn: sqlite3.Connection, capture_id: int, before: int) -> None:
+        """A gap event for frames ``held..before-1`` that never reached the database."""
+        (top,) = conn.execute(
+            "SELECT MAX(seq) FROM messages WHERE capture_id = ?", [capture_id]
+        ).fetchone()
+        held = 0 if top is None else top + 1
+        if held < before:
+            detail = {
+                "frames": before - held,
+                "first_seq": held,
+                "last_seq": before - 1,
+                "reason": "recorder process died",
+            }
+            conn.execute(
+                "INSERT INTO events (capture_id, t_ns, kind, detail) VALUES (?, 0, 'gap', ?)",
+                [capture_id, _json(detail)],
+            )
+            conn.execute(
+                "UPDATE captures SET lost_count = lost_count + ? WHERE id = ?",
+                [before - held, capture_id],
+            )
+            self._warn(
+                f"warning: {before - held} frames were lost with the recorder process "
+                f"(seq {held} to {before - 1}); recorded as a gap"
+            )
+
+    def _capture_id(self, conn: sqlite3.Connection, uid: str) -> int:
+        """The id of a capture this sink has opened, or found in the database by uid."""
+        cid = self._ids.get(uid)
+        if cid is None:
+            row = conn.execute("SELECT id FROM captures WHERE uid = ?", [uid]).fetchone()
+            if row is None:
+                raise sqlite3.IntegrityError(f"capture {uid} was never opened")
+            cid = self._ids[uid] = int(row[0])
+        return cid
 
     def _insert_frames(
         self, conn: sqlite3.Connection, capture_id: int, rows: list[tuple[Any, ...]]

@@ -327,3 +327,42 @@ def test_database_locked_too_long_spills_then_imports(tmp_path: Path, db: Path) 
 def test_database_file_is_private(db: Path) -> None:
     run_proxy(db, peer("lifecycle_agent.py", "stderr"))
     assert db.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_dead_recorder_process_is_replaced_and_the_loss_is_a_gap(db: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            *PROXY,
+            "record",
+            "--db",
+            str(db),
+            "--grace",
+            "120",
+            "--",
+            *peer("lifecycle_agent.py", "flood", "300000"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    got = proc.stdout.read(4 << 20)
+    assert len(got) == 4 << 20
+    time.sleep(0.2)
+    (child,) = _recorder_children(db)
+    os.kill(child, signal.SIGKILL)
+    proc.stdin.close()  # the agent ends after its flood, once its stdin is closed
+    got += proc.stdout.read()  # the rest is still forwarded
+    assert proc.wait(timeout=120) == 0
+    assert got.count(b"\n") == 300_000
+    assert b"recorder process stopped" in proc.stderr.read()  # type: ignore[union-attr]
+    seqs = [s for (s,) in db_rows(db, "SELECT seq FROM messages ORDER BY seq")]
+    gaps = [json.loads(d) for (d,) in db_rows(db, "SELECT detail FROM events WHERE kind='gap'")]
+    missing = sorted(set(range(300_000)) - set(seqs))
+    if missing:  # what the dead process had not committed is accounted for, exactly
+        assert len(gaps) == 1
+        assert (gaps[0]["first_seq"], gaps[0]["last_seq"]) == (missing[0], missing[-1])
+        assert gaps[0]["frames"] == len(missing) == missing[-1] - missing[0] + 1
+    ((lost, count),) = db_rows(db, "SELECT lost_count, message_count FROM captures")
+    assert (lost, count) == (len(missing), 300_000)
+    assert seqs[-1] == 299_999
