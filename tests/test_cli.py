@@ -137,7 +137,8 @@ def test_bad_input_gets_one_clear_line(db: Path, tmp_path: Path) -> None:
     assert r.returncode == 2 and "no agent command" in r.stderr
     r = cli("record", "--bogus", "--", "cat", check=False)
     assert r.returncode == 2 and r.stderr.strip() == (
-        "acp-proxy: error: no such option: --bogus (the agent command goes after --)")
+        "acp-proxy: error: no such option: --bogus (the agent command goes after --)"
+    )
     r = cli("captures", "--bogus", check=False)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     not_db = tmp_path / "text.sqlite"
