@@ -3,7 +3,8 @@
 ``ws`` listens for WebSocket clients and relays each connection either to a remote
 WebSocket agent (``--upstream URL``: man in the middle) or to a fresh local stdio agent
 process (``-- CMD …``). ``record --upstream URL`` makes our stdin/stdout a stdio client of
-a remote WebSocket agent. The relaying is in :mod:`proxy.ws_relay`.
+a remote WebSocket agent. The sessions are in :mod:`proxy.ws_serve`, the relay core in
+:mod:`proxy.ws_relay`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .cli import CONTEXT, _db, _fail, db_option, handle_errors, main
 from .errors import ProxyError, UsageError
 from .recorder import Writer
 from .transports.websocket import WsSettings
-from .ws_relay import Admission, ServeConfig, bridge_stdio_client, check_listen_address, serve
+from .ws_serve import Admission, ServeConfig, bridge_stdio_client, check_listen_address, serve
 
 __all__ = ["record_upstream", "ws"]
 

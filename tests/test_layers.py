@@ -22,6 +22,7 @@ LAYERS = {
     "relay": 3,
     "replay": 3,
     "ws_relay": 3,
+    "ws_serve": 3,
     "cli": 4,
     "report": 4,
     "export": 4,

@@ -20,7 +20,7 @@ from proxy.transports.websocket import (
     relay_response_headers,
     without_query_param,
 )
-from proxy.ws_relay import _upstream_target
+from proxy.ws_serve import _upstream_target
 
 
 def test_non_loopback_without_token_refuses_to_start(db: Path) -> None:

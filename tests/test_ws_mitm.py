@@ -15,7 +15,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from proxy.errors import UsageError
 from proxy.transports.websocket import WsSettings
-from proxy.ws_relay import check_listen_address
+from proxy.ws_serve import check_listen_address
 
 MIB = 1024 * 1024
 

@@ -18,7 +18,7 @@ from websockets.exceptions import ConnectionClosed
 
 from proxy.recorder import Writer
 from proxy.transports.websocket import WsSettings
-from proxy.ws_relay import Admission, ServeConfig, serve
+from proxy.ws_serve import Admission, ServeConfig, serve
 
 RAW = {"compression": None, "max_size": None, "ping_interval": None}
 
