@@ -45,6 +45,7 @@ from .replay_match import (
     dump,
     dump_with_id,
     key_of,
+    live_message,
     session_of,
     summarise,
 )
@@ -130,19 +131,7 @@ class AgentStandIn:
             what = "batch" if info.kind == Kind.BATCH else "frame that is not JSON-RPC"
             self._problem("unexpected_message", f"ignored a {what} from the client")
             return []
-        live = Message(
-            seq=-1,
-            direction=C2A,
-            t_ns=0,
-            raw=raw,
-            terminated=True,
-            kind=info.kind,
-            method=info.method,
-            id=value.get("id"),
-            token=info.id,
-            value=value,
-            update_kind=info.update_kind,
-        )
+        live = live_message(raw, info, C2A)
         if info.kind == Kind.REQUEST:
             return self._request(live)
         if info.kind == Kind.NOTIFICATION:

@@ -41,6 +41,7 @@ from .replay_match import (
     dump,
     dump_with_id,
     key_of,
+    live_message,
     shape,
     summarise,
 )
@@ -160,19 +161,7 @@ class ClientStandIn:
             return []
         if info.kind == Kind.INVALID or not isinstance(value, dict):
             return []
-        live = Message(
-            seq=-1,
-            direction=A2C,
-            t_ns=0,
-            raw=raw,
-            terminated=True,
-            kind=info.kind,
-            method=info.method,
-            id=value.get("id"),
-            token=info.id,
-            value=value,
-            update_kind=info.update_kind,
-        )
+        live = live_message(raw, info, A2C)
         if live.is_response:
             rec_seq = self._pending.pop(live.token or "", None)
             if rec_seq is not None:

@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from .events import Direction, Frame
-from .jsonrpc import Kind, classify
+from .jsonrpc import Info, Kind, classify
 
 __all__ = [
     "Difference",
@@ -98,6 +98,24 @@ class Message:
             what = f"{what} {self.update_kind}"
         kind = "answer to" if self.is_response else self.kind
         return f"#{self.seq} {kind} {what}{ident}"
+
+
+def live_message(raw: bytes, info: Info, direction: Direction) -> Message:
+    """A message from a live peer (no recorded seq or time); ``info.value`` is a dict."""
+    value = info.value
+    return Message(
+        seq=-1,
+        direction=direction,
+        t_ns=0,
+        raw=raw,
+        terminated=True,
+        kind=info.kind,
+        method=info.method,
+        id=value.get("id"),
+        token=info.id,
+        value=value,
+        update_kind=info.update_kind,
+    )
 
 
 def parse_messages(frames: Iterable[Frame]) -> list[Message]:
