@@ -13,20 +13,18 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, Client, connect_to_agent, spawn_agent_process, text_block
+from acp import PROTOCOL_VERSION, connect_to_agent, spawn_agent_process, text_block
 from acp.http.asgi import create_asgi_app
 from acp.schema import (
-    AllowedOutcome,
     ClientCapabilities,
     FileSystemCapabilities,
     Implementation,
-    ReadTextFileResponse,
-    RequestPermissionResponse,
 )
 from acp.ws import create_websocket_stream
 from conftest import PEERS, PROXY
 from hypercorn.asyncio import serve as hypercorn_serve
 from hypercorn.config import Config
+from test_sdk_stdio import RecordingClient
 from test_ws_support import events, rows, running_proxy
 
 from proxy.events import Direction
@@ -39,24 +37,6 @@ def _sdk_agent_class() -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.SdkAgent
-
-
-class RecordingClient(Client):
-    def __init__(self) -> None:
-        self.updates: list[dict[str, Any]] = []
-
-    async def request_permission(
-        self, session_id: str, tool_call: Any, options: Any, **kwargs: Any
-    ) -> RequestPermissionResponse:
-        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id="ok"))
-
-    async def read_text_file(
-        self, session_id: str, path: str, **kwargs: Any
-    ) -> ReadTextFileResponse:
-        return ReadTextFileResponse(content=Path(path).read_text())
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        self.updates.append(update.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
 @contextlib.asynccontextmanager
