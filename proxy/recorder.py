@@ -35,6 +35,7 @@ from .jsonrpc import Info, Kind, classify
 from .sink import (
     Batch,
     SqliteSink,
+    frame_row,
     import_spill,
     now_iso,
     spill_files,
@@ -342,23 +343,15 @@ class Writer:
         if rows is None:
             rows = b.frames[uid] = []
         rows.append(
-            (
+            frame_row(
                 seq,
                 _DIRECTION_VALUE[direction],
                 t,
                 raw,
-                1 if terminated else 0,
+                terminated,
                 opcode.value if opcode else None,
-                len(raw),
-                info.kind,
-                info.method,
-                info.id,
-                info.session_id,
-                info.update_kind,
-                info.tool_call_id,
-                info.terminal_id,
-                info.error_code,
-                ",".join(anomalies) if anomalies else None,
+                info,
+                anomalies,
                 request_seq,
                 latency,
             )

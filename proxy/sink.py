@@ -37,6 +37,7 @@ from .store import connect, migrate
 __all__ = [
     "Batch",
     "SqliteSink",
+    "frame_row",
     "import_spill",
     "json_text",
     "now_iso",
@@ -53,6 +54,44 @@ FRAME_COLUMNS = (
     "latency_ns"
 )
 _ROWS_PER_STATEMENT = 50
+_INSERT_OR_IGNORE_FRAME = (
+    f"INSERT OR IGNORE INTO messages ({FRAME_COLUMNS}) VALUES ({', '.join('?' * 19)})"
+)
+
+
+def frame_row(
+    seq: int,
+    direction: str,
+    t_ns: int,
+    raw: bytes,
+    terminated: bool,
+    opcode: str | None,
+    info: Info,
+    anomalies: list[str],
+    request_seq: int | None = None,
+    latency_ns: int | None = None,
+) -> tuple[Any, ...]:
+    """A ``messages`` row without ``capture_id``, in ``FRAME_COLUMNS`` order."""
+    return (
+        seq,
+        direction,
+        t_ns,
+        raw,
+        1 if terminated else 0,
+        opcode,
+        len(raw),
+        info.kind,
+        info.method,
+        info.id,
+        info.session_id,
+        info.update_kind,
+        info.tool_call_id,
+        info.terminal_id,
+        info.error_code,
+        ",".join(anomalies) if anomalies else None,
+        request_seq,
+        latency_ns,
+    )
 
 
 def now_iso() -> str:
@@ -502,32 +541,17 @@ def _import_records(conn: sqlite3.Connection, records: Iterable[dict[str, Any]])
                     if opcode == "binary"
                     else classify(raw)
                 )
-                anomalies = [*info.anomalies, "spilled"]
-                conn.execute(
-                    "INSERT OR IGNORE INTO messages (capture_id, seq, direction, t_ns, raw, "
-                    "terminated, opcode, size, kind, method, msg_id, session_id, update_kind, "
-                    "tool_call_id, terminal_id, error_code, anomalies) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    [
-                        cid,
-                        r["seq"],
-                        r["dir"],
-                        r["t_ns"],
-                        raw,
-                        r["terminated"],
-                        opcode,
-                        len(raw),
-                        info.kind,
-                        info.method,
-                        info.id,
-                        info.session_id,
-                        info.update_kind,
-                        info.tool_call_id,
-                        info.terminal_id,
-                        info.error_code,
-                        ",".join(anomalies),
-                    ],
+                row = frame_row(
+                    r["seq"],
+                    r["dir"],
+                    r["t_ns"],
+                    raw,
+                    bool(r["terminated"]),
+                    opcode,
+                    info,
+                    [*info.anomalies, "spilled"],
                 )
+                conn.execute(_INSERT_OR_IGNORE_FRAME, (cid, *row))
                 frames += 1
             elif t == "stderr":
                 conn.execute(
