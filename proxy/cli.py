@@ -285,7 +285,7 @@ def show(
         acp-proxy show --method 'fs/*' --direction a2c
     """
     from .export import frame_object
-    from .report import FrameFilter, capture_header, frame_line
+    from .report import FrameFilter, capture_header, event_line, frame_line
 
     if view != "frames":
         from .cli_views import print_view
@@ -303,11 +303,13 @@ def show(
         return
     for line in capture_header(c):
         click.echo(line)
+    events = store.events(c["id"]) if not any(filters.values()) else []
     for f in frames:
+        while events and events[0]["t_ns"] <= f.frame.t_ns:
+            click.echo(event_line(events.pop(0)))
         click.echo(frame_line(f, c["started_at"] if wall else None))
-    for ev in store.events(c["id"]):
-        if ev["kind"] in ("exit", "spill", "gap", "spawn_failed", "terminate", "signal"):
-            click.echo(f"  event {ev['kind']} {ev['detail'] or ''}".rstrip())
+    for ev in events:
+        click.echo(event_line(ev))
     if with_stderr:
         for _t, data in store.stderr(c["id"]):
             click.echo(data.decode("utf-8", "replace"), nl=False, err=False)

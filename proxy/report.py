@@ -18,7 +18,14 @@ import orjson
 from .jsonrpc import decode
 from .store import StoredFrame
 
-__all__ = ["FrameFilter", "capture_header", "capture_row", "frame_line", "summary"]
+__all__ = [
+    "FrameFilter",
+    "capture_header",
+    "capture_row",
+    "event_line",
+    "frame_line",
+    "summary",
+]
 
 _WIDTH = 72
 
@@ -125,6 +132,12 @@ def capture_header(c: dict[str, Any]) -> list[str]:
             + (f", ACP protocol v{v}" if v is not None else "")
         )
     return lines
+
+
+def event_line(ev: dict[str, Any]) -> str:
+    """A lifecycle or connection event, in the timeline between frames."""
+    detail = ev.get("detail") or ""
+    return f"{ev['t_ns'] / 1e6:>10.3f}ms        · {ev['kind']:<12} {_short(detail, 90)}".rstrip()
 
 
 def frame_line(f: StoredFrame, started_at: str | None = None) -> str:
