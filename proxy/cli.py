@@ -391,11 +391,12 @@ def tail(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["jsonl", "asciicast", "patch"]),
+    type=click.Choice(["jsonl", "asciicast", "patch", "html"]),
     default="jsonl",
     show_default=True,
     help="jsonl: every frame, exact bytes; asciicast: one terminal (v2 asciicast, recorded "
-    "timing); patch: the file changes as one patch for git apply.",
+    "timing); patch: the file changes as one patch for git apply; html: a page to open in "
+    "a browser (turns, tool calls, terminals, diffs, every frame).",
 )
 @click.option("--terminal", metavar="ID", help="The terminal to export as asciicast.")
 @click.option(
@@ -415,9 +416,22 @@ def export(
         acp-proxy export 3 --format jsonl -o session.jsonl
         acp-proxy export 3 --format asciicast --terminal term_1 -o t.cast && asciinema play t.cast
         acp-proxy export 3 --format patch | git apply
+        acp-proxy export 3 --format html -o capture.html
     """
     from .export import write_jsonl
 
+    if fmt == "html":
+        from .html_report import render_html
+
+        store = _open(db)
+        c = store.capture(capture)
+        page = render_html(c, store.frames(c["id"]))
+        if output is not None:
+            output.write_text(page, encoding="utf-8")
+            click.echo(f"wrote {output}", err=True)
+        else:
+            sys.stdout.write(page)
+        return
     if fmt != "jsonl":
         from .cli_views import export_text
 

@@ -27,6 +27,7 @@ LAYERS = {
     "report": 4,
     "export": 4,
     "views_report": 4,
+    "html_report": 4,
     "demo": 4,
 }
 IO_MODULES = {"asyncio", "sqlite3", "websockets", "click", "sqlite_utils", "subprocess"}
