@@ -75,9 +75,10 @@ def _turns(turns: list[dict[str, Any]]) -> list[str]:
         "<th>first output</th><th>tools</th><th>permission wait</th><th>agent said</th></tr>"
     ]
     for t in turns:
+        cancel = " (cancelled)" if t.get("cancelled") and t.get("stopReason") != "cancelled" else ""
         rows.append(
             f"<tr><td class=num>{t['index']}</td><td>{_e(t.get('prompt'))}</td>"
-            f"<td>{_e(t.get('stopReason'))}{' (cancelled)' if t.get('cancelled') else ''}</td>"
+            f"<td>{_e(t.get('stopReason'))}{cancel}</td>"
             f"<td class=num>{_e(t.get('durationMs'))} ms</td>"
             f"<td class=num>{_e(t.get('timeToFirstOutputMs'))} ms</td>"
             f"<td class=num>{_e(t.get('toolTimeMs'))} ms</td>"
