@@ -65,10 +65,12 @@ def test_readme_first_two_commands() -> None:
     lines = [ln.split("#")[0].strip() for ln in block.group(1).splitlines() if ln.strip()]
     assert "acp-proxy demo" in lines[0] and lines[0].startswith("pip install")
     assert "pytest" in lines[1] and lines[1].startswith("pip install")
-    test_command = lines[1].split("&&")[-1].strip()
+    steps = [step.strip() for step in lines[1].split("&&")]
     ci = (ROOT / ".ci" / "run").read_text()
-    assert test_command in ci, f".ci/run must run the README's test command: {test_command}"
+    assert steps[-1] in ci, f".ci/run must run the README's test command: {steps[-1]}"
     assert "pip install -q -e '.[test]'" in ci
+    assert "npm ci --prefix tests/npm" in steps  # the TypeScript SDK peers
+    assert "npm ci --prefix tests/npm" in ci
 
 
 if __name__ == "__main__":
