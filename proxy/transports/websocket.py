@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.asyncio.connection import Connection
 from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
@@ -257,10 +258,10 @@ class FastLane:
                 self.src.transport.resume_reading()
 
 
-class RelayServerConnection(ServerConnection):
-    """A server connection that remembers each message's opcode (``recv(decode=False)``
-    gives bytes for both), can forward on a :class:`FastLane`, and carries the relay's
-    per-connection state."""
+class _Relaying(Connection):
+    """What both legs' connections add: each message's opcode remembered
+    (``recv(decode=False)`` gives bytes for both), forwarding on a :class:`FastLane`, and
+    hooks run when writing may resume."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -268,8 +269,6 @@ class RelayServerConnection(ServerConnection):
         self.lane: FastLane | None = None
         self.holding = False  # the relay holds a message of ours not yet written on
         self.drain_hooks: list[Callable[[], None]] = []
-        self.attachment: object = None
-        self.lost_hooks: list[Callable[[], None]] = []
 
     def process_event(self, event: Any) -> None:
         if self.lane is not None and isinstance(event, Frame) and self.lane.take(event):
@@ -281,6 +280,16 @@ class RelayServerConnection(ServerConnection):
         super().resume_writing()
         for hook in self.drain_hooks:
             hook()
+
+
+class RelayServerConnection(_Relaying, ServerConnection):
+    """The client's leg: also carries the relay's per-connection state and tells the relay
+    when the connection is lost."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.attachment: object = None
+        self.lost_hooks: list[Callable[[], None]] = []
 
     def connection_lost(self, exc: Exception | None) -> None:
         super().connection_lost(exc)
@@ -288,27 +297,8 @@ class RelayServerConnection(ServerConnection):
             hook()
 
 
-class RelayClientConnection(ClientConnection):
-    """A client connection that remembers each message's opcode and can forward on a
-    :class:`FastLane`."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.opcodes: collections.deque[Opcode] = collections.deque()
-        self.lane: FastLane | None = None
-        self.holding = False
-        self.drain_hooks: list[Callable[[], None]] = []
-
-    def process_event(self, event: Any) -> None:
-        if self.lane is not None and isinstance(event, Frame) and self.lane.take(event):
-            return
-        _track(self.opcodes, event)
-        super().process_event(event)
-
-    def resume_writing(self) -> None:
-        super().resume_writing()
-        for hook in self.drain_hooks:
-            hook()
+class RelayClientConnection(_Relaying, ClientConnection):
+    """The upstream's leg."""
 
 
 def install_lane(
