@@ -156,6 +156,14 @@ def main() -> None:
     help="Relay to a remote WebSocket agent (ws://host:port/acp) instead of running a command.",
 )
 @click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="'NAME: VALUE'",
+    help="With --upstream: a header for the upgrade request (repeatable), e.g. "
+    "'Authorization: Bearer TOKEN'. Stored redacted.",
+)
+@click.option(
     "--grace",
     type=float,
     default=3.0,
@@ -164,13 +172,22 @@ def main() -> None:
 )
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(
-    db: Path | None, label: str | None, upstream: str | None, grace: float, command: tuple[str, ...]
+    db: Path | None,
+    label: str | None,
+    upstream: str | None,
+    headers: tuple[str, ...],
+    grace: float,
+    command: tuple[str, ...],
 ) -> None:
     """Run an agent, relay its stdio byte for byte, and record every message.
 
     \b
     Example (an editor's agent command):
         acp-proxy record --db ~/acp.sqlite -- npx my-acp-agent --verbose
+
+    \b
+    With --upstream, an editor that only speaks stdio reaches a remote WebSocket agent:
+        acp-proxy record --upstream ws://host:8000/acp --header 'Authorization: Bearer T'
 
     Nothing is written to stdout but the agent's own bytes; the agent's exit code becomes
     ours (128+N when it dies of signal N).
@@ -188,7 +205,9 @@ def record(
             _fail("give either --upstream URL or an agent command, not both", 2)
         from .cli_ws import record_upstream
 
-        os._exit(record_upstream(_db(db), upstream, label=label))
+        os._exit(record_upstream(_db(db), upstream, label=label, headers=headers))
+    if headers:
+        _fail("--header goes with --upstream", 2)
     if not argv:
         _fail("no agent command given (usage: acp-proxy record -- CMD ...)", 2)
     if grace < 0:

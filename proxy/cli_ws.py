@@ -14,6 +14,7 @@ import contextlib
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -55,17 +56,35 @@ def _settings(max_size: int, max_queue: int, ping_interval: float | None) -> WsS
     )
 
 
-def record_upstream(db: Path, url: str, *, label: str | None) -> int:
+def parse_headers(values: Sequence[str]) -> list[tuple[str, str]]:
+    """``Name: value`` strings as header pairs; raises UsageError on anything else."""
+    pairs = []
+    for v in values:
+        name, sep, value = v.partition(":")
+        if not sep or not name.strip() or any(c in name for c in " \t\r\n"):
+            raise UsageError(f"--header wants 'Name: value', not {v!r}")
+        if any(c in value for c in "\r\n"):
+            raise UsageError(f"--header value of {name} contains a line break")
+        pairs.append((name.strip(), value.strip()))
+    return pairs
+
+
+def record_upstream(db: Path, url: str, *, label: str | None, headers: Sequence[str] = ()) -> int:
     """Bridge our stdio to a remote WebSocket agent, recording both legs."""
     if not url.startswith(("ws://", "wss://")):
         click.echo(
             f"acp-proxy: error: --upstream wants a ws:// or wss:// URL, not {url!r}", err=True
         )
         return 2
+    try:
+        pairs = parse_headers(headers)
+    except UsageError as e:
+        click.echo(f"acp-proxy: error: {e}", err=True)
+        return 2
     writer = Writer(db)
     code = 1
     try:
-        code = asyncio.run(bridge_stdio_client(url, writer, label=label))
+        code = asyncio.run(bridge_stdio_client(url, writer, label=label, headers=pairs))
     except ProxyError as e:
         click.echo(f"acp-proxy: error: {e}", err=True)
         code = e.exit_code

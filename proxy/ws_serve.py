@@ -420,10 +420,12 @@ async def bridge_stdio_client(
     *,
     label: str | None = None,
     keep_secrets: bool = False,
+    headers: Sequence[tuple[str, str]] = (),
     stdin_fd: int = 0,
     stdout_fd: int = 1,
 ) -> int:
-    """Relay our stdin/stdout (a stdio ACP client, e.g. an editor) to the agent at ``url``.
+    """Relay our stdin/stdout (a stdio ACP client, e.g. an editor) to the agent at ``url``,
+    sending ``headers`` with the upgrade request (``Authorization``, say).
 
     Returns the exit code: 0 when the connection ended normally (our stdin closed, or the
     upstream closed with 1000/1001/no code), 4 when the upstream could not be reached or
@@ -437,7 +439,7 @@ async def bridge_stdio_client(
     shown = redact_url(url, keep_secrets=False)
     started = time.monotonic_ns()
     try:
-        conn = await open_client(url, settings)
+        conn = await open_client(url, settings, headers=headers)
     except InvalidStatus as e:
         r = e.response
         tap.event(

@@ -281,3 +281,39 @@ async def test_stdio_client_sigterm_closes_upstream_going_away(db: Path) -> None
     assert code == 128 + signal.SIGTERM
     assert up.closed == [(1001, "", False)]
     assert os.path.exists(db)
+
+
+async def test_stdio_client_sends_the_given_headers_and_stores_them_redacted(db: Path) -> None:
+    async def check(ws: ServerConnection, _up: object) -> None:
+        assert ws.request is not None
+        await ws.send(
+            f"{ws.request.headers.get('Authorization')}|{ws.request.headers.get('X-Team')}"
+        )
+        await ws.close()
+
+    async with upstream_server(check) as up:
+        proc = await asyncio.create_subprocess_exec(
+            *PROXY, "record", "--db", str(db), "--upstream", up.url,
+            "--header", "Authorization: Bearer s3cret-token", "--header", "X-Team:  acp ",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, _err = await asyncio.wait_for(proc.communicate(), 30)
+    assert out == b"Bearer s3cret-token|acp\n"
+    handshake = [d for k, d in events(db) if k == "handshake"]
+    assert handshake and "s3cret-token" not in str(handshake)
+    assert "X-Team" in str(handshake)
+
+
+async def test_header_needs_upstream_and_a_name(db: Path) -> None:
+    for args in (
+        ["--header", "X: y", "--", "cat"],
+        ["--upstream", "ws://127.0.0.1:9/acp", "--header", "no colon here"],
+    ):
+        proc = await asyncio.create_subprocess_exec(
+            *PROXY, "record", "--db", str(db), *args,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        assert proc.returncode == 2 and out == b"" and err.count(b"\n") == 1, err
