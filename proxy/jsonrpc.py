@@ -109,7 +109,9 @@ def decode(raw: bytes) -> Any:
 
 def classify(raw: bytes) -> Info:
     """Derive a frame's kind and fields; never raises."""
-    if raw[:1] == b"{" and raw[-1:] == b"}":
+    braced = raw[:1] == b"{" and raw[-1:] == b"}"
+    fast: Any = _FAILED  # the parse of a braced frame, reused below when it is not compact
+    if braced:
         # Fast path: a compact object that re-serialises to exactly its own bytes has no
         # duplicate keys, no odd numbers and no escapes worth a second look.
         try:
@@ -124,7 +126,7 @@ def classify(raw: bytes) -> Info:
         anomalies.append("crlf")
     if raw[:3] == BOM:
         anomalies.append("bom")
-    body = raw if raw[:1] == b"{" and raw[-1:] == b"}" else _body(raw)
+    body = raw if braced else _body(raw)
     if not body:
         anomalies.append("empty")
         return Info(Kind.INVALID, anomalies=anomalies)
@@ -133,9 +135,9 @@ def classify(raw: bytes) -> Info:
     value: Any = None
     parsed = False
     try:
-        value = orjson.loads(body)
-        parsed = True
-        if len(body) <= _SLOW_DUPLICATE_CHECK_LIMIT and orjson.dumps(value) != body:
+        value = fast if braced else orjson.loads(body)  # a braced frame was parsed above
+        parsed = value is not _FAILED
+        if parsed and len(body) <= _SLOW_DUPLICATE_CHECK_LIMIT and orjson.dumps(value) != body:
             slow, extra = _slow_parse(body, [])
             if extra and slow is not _FAILED:
                 value = slow  # exact integers, the value a last-key-wins parser sees
