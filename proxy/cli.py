@@ -192,7 +192,7 @@ def record(
     Nothing is written to stdout but the agent's own bytes; the agent's exit code becomes
     ours (128+N when it dies of signal N).
     """
-    from .recorder import Writer
+    from .recorder import Writer, tune_relay_process
     from .relay import record_stdio
 
     argv = list(command)
@@ -212,6 +212,7 @@ def record(
         _fail("no agent command given (usage: acp-proxy record -- CMD ...)", 2)
     if grace < 0:
         _fail("--grace must be zero or more seconds", 2)
+    tune_relay_process()
     writer = Writer(_db(db))
     code = 1
     try:

@@ -160,8 +160,11 @@ def replay_client(
     Example (in CI, against a checked-in recording):
         acp-proxy replay client recordings/fix-bug.jsonl --db /tmp/ci.sqlite -- my-agent
     """
+    from .recorder import tune_relay_process
     from .replay import load_recording
     from .replay_run import replay_client as run
+
+    tune_relay_process()
 
     argv = click.get_current_context().meta.get("after_dash_dash") or []
     if not argv:

@@ -21,7 +21,7 @@ import click
 
 from .cli import CONTEXT, _db, _fail, db_option, handle_errors, main
 from .errors import ProxyError, UsageError
-from .recorder import Writer
+from .recorder import Writer, tune_relay_process
 from .transports.websocket import WsSettings
 from .ws_serve import Admission, ServeConfig, bridge_stdio_client, check_listen_address, serve
 
@@ -81,6 +81,7 @@ def record_upstream(db: Path, url: str, *, label: str | None, headers: Sequence[
     except UsageError as e:
         click.echo(f"acp-proxy: error: {e}", err=True)
         return 2
+    tune_relay_process()
     writer = Writer(db)
     code = 1
     try:
@@ -204,6 +205,7 @@ def ws(
         grace=grace,
         label=label,
     )
+    tune_relay_process()
     writer = Writer(_db(db))
     try:
         asyncio.run(_serve_until_signal(config, writer))

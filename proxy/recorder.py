@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import os
 import pickle
 import subprocess
@@ -43,7 +44,14 @@ from .sink import (
 )
 from .sink import json_text as _json
 
-__all__ = ["CaptureMeta", "Tap", "Writer", "import_spill", "spill_files"]
+__all__ = [
+    "CaptureMeta",
+    "Tap",
+    "Writer",
+    "import_spill",
+    "spill_files",
+    "tune_relay_process",
+]
 
 DEFAULT_QUEUE_BYTES = 8 * 1024 * 1024
 _MAX_ROWS_PER_TXN = 10_000
@@ -66,6 +74,19 @@ class CaptureMeta:
     uid: str = field(default_factory=lambda: uuid.uuid4().hex)
     started_at: str = field(default_factory=now_iso)
     started_ns: int = field(default_factory=time.monotonic_ns)
+
+
+def tune_relay_process() -> None:
+    """Process-wide settings for a process that relays and records (the CLI's commands).
+
+    The recorder thread is CPU-bound during floods; a short GIL switch interval lets a
+    thread or event loop with bytes to forward take the GIL within half a millisecond
+    instead of five. The recorder makes many short-lived tuples and no cycles, so the
+    young generation is collected far less often.
+    """
+    sys.setswitchinterval(0.0005)
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 50)
 
 
 class _ByteQueue:

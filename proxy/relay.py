@@ -15,11 +15,9 @@ long again.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -48,12 +46,6 @@ def record_stdio(
 ) -> int:
     """Run ``argv`` as the agent, relaying and recording; returns the exit code."""
     meta = CaptureMeta(transport="stdio", agent_command=list(argv), cwd=os.getcwd(), label=label)
-    # The writer thread is CPU-bound during floods; a short switch interval lets a pump that
-    # has bytes to forward take the GIL within half a millisecond instead of five.
-    sys.setswitchinterval(0.0005)
-    # The recorder thread makes many short-lived tuples and no cycles (see recorder_child).
-    gc.freeze()
-    gc.set_threshold(50_000, 50, 50)
     try:
         proc = spawn_agent(argv)
     except AgentSpawnError as e:
