@@ -366,3 +366,26 @@ def test_a_dead_recorder_process_is_replaced_and_the_loss_is_a_gap(db: Path) -> 
     ((lost, count),) = db_rows(db, "SELECT lost_count, message_count FROM captures")
     assert (lost, count) == (len(missing), 300_000)
     assert seqs[-1] == 299_999
+
+
+def test_database_and_its_wal_files_are_private_while_recording(db: Path) -> None:
+    proc = subprocess.Popen(
+        [*PROXY, "record", "--db", str(db), "--", *peer("lifecycle_agent.py", "trap")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    assert b"ready" in proc.stdout.readline()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:  # (connecting before the file exists would create it ourselves)
+            if db.exists() and db_rows(db, "SELECT 1 FROM messages"):
+                break
+        except sqlite3.OperationalError:  # the recorder has not made the schema yet
+            pass
+        time.sleep(0.05)
+    files = [db, Path(f"{db}-wal"), Path(f"{db}-shm")]
+    assert all(f.exists() for f in files)  # WAL mode, written while the agent runs
+    assert [f.stat().st_mode & 0o777 for f in files] == [0o600] * 3
+    proc.terminate()
+    proc.wait(timeout=20)
