@@ -389,3 +389,21 @@ def test_database_and_its_wal_files_are_private_while_recording(db: Path) -> Non
     assert [f.stat().st_mode & 0o777 for f in files] == [0o600] * 3
     proc.terminate()
     proc.wait(timeout=20)
+
+
+def test_bytes_are_forwarded_without_waiting_for_the_newline(db: Path) -> None:
+    proc = subprocess.Popen(
+        [*PROXY, "record", "--db", str(db), "--", *peer("lifecycle_agent.py", "partial")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stdin is not None
+    # the agent holds the rest of its line until we answer: the half must reach us first
+    assert proc.stdout.read1(4096) == b'{"jsonrpc":"2.0","method":"half'  # type: ignore[attr-defined]
+    proc.stdin.write(b"go\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline() == b'-and-rest"}\n'
+    proc.stdin.close()
+    assert proc.wait(timeout=20) == 0
+    (raw,) = db_rows(db, "SELECT raw FROM messages WHERE direction = 'a2c'")
+    assert raw[0] == b'{"jsonrpc":"2.0","method":"half-and-rest"}'  # recorded as one frame

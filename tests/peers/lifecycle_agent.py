@@ -7,6 +7,7 @@ usage: lifecycle_agent.py MODE [ARG]
   trap           report received signals on stdout as JSON lines, exit 0 on SIGTERM
   stderr         write bytes to stderr (including invalid UTF-8), then exit 0
   flood N        write N notifications as fast as possible, then wait for EOF
+  partial        write half a line, wait for one line on stdin, then finish the line
 """
 
 import json
@@ -57,6 +58,12 @@ elif mode == "trap":
 elif mode == "stderr":
     os.write(2, b"log line one\n\xff\xfe not utf-8\npartial")
     line({"jsonrpc": "2.0", "method": "done"})
+elif mode == "partial":
+    out.write(b'{"jsonrpc":"2.0","method":"half')
+    out.flush()
+    sys.stdin.buffer.readline()
+    out.write(b'-and-rest"}\n')
+    out.flush()
 elif mode == "flood":
     payload = (
         b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
