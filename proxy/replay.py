@@ -165,6 +165,14 @@ def _report(stand_in: AgentStandIn, start: int, say: Say) -> int:
     return len(stand_in.problems)
 
 
+def _finish(stand_in: AgentStandIn, reported: int, say: Say) -> bool:
+    """End a replay: report what is left and the summary; True when it ran clean."""
+    stand_in.finish()
+    _report(stand_in, reported, say)
+    _summary(stand_in, say)
+    return stand_in.clean
+
+
 def _summary(stand_in: AgentStandIn, say: Say) -> None:
     bad = [p for p in stand_in.problems if not p.note]
     if bad:
@@ -224,10 +232,7 @@ async def serve_stdio(
     async with asyncio.TaskGroup() as tg:
         tg.create_task(reader())
         tg.create_task(writer())
-    stand_in.finish()
-    _report(stand_in, reported, say)
-    _summary(stand_in, say)
-    return stand_in.clean
+    return _finish(stand_in, reported, say)
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -310,10 +315,7 @@ async def serve_websocket(
         async with asyncio.TaskGroup() as tg:
             tg.create_task(reader())
             tg.create_task(writer())
-        stand_in.finish()
-        _report(stand_in, reported, say)
-        _summary(stand_in, say)
-        results.append(stand_in.clean)
+        results.append(_finish(stand_in, reported, say))
         if not keep_serving:
             finished.set()
 
