@@ -3,7 +3,7 @@
 The capture is built in memory (a v2 session: prompts, message chunks, tool call upserts
 and content chunks, agent-owned terminals fed by base64 output chunks, diffs with patch
 text, permission prompts, state updates; and a v1 session with client terminals, fs reads
-and writes and v1 diffs), then folded by :func:`proxy.reconstruct.reconstruct`. Times are
+and writes and v1 diffs), then folded by :func:`acp_proxy.reconstruct.reconstruct`. Times are
 reported for the fold alone, for the fold fed from a ``jsonl`` export on disk (the path the
 CLI takes for a file), and for producing every JSON view (which renders each terminal's
 screen).
@@ -32,10 +32,10 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from proxy.events import Direction, Frame
-from proxy.export import read_jsonl
-from proxy.reconstruct import reconstruct
-from proxy.reconstruct.views import reconstruction_json
+from acp_proxy.export.jsonl import read_jsonl
+from acp_proxy.protocol.frames import Direction, Frame
+from acp_proxy.reconstruct import reconstruct
+from acp_proxy.reconstruct.views import reconstruction_json
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 CWD = "/home/u/proj"

@@ -42,7 +42,7 @@ def proxy_command() -> list[str]:
     found = shutil.which("acp-proxy")
     if found:
         return [found]
-    return [PY, "-m", "proxy.cli"]
+    return [PY, "-m", "acp_proxy"]
 
 
 # -- measuring a process -------------------------------------------------------------------
@@ -338,8 +338,8 @@ def recorder_inprocess(tmp: Path, count: int, size: int) -> tuple[float, float]:
     chunks (as 64 KiB pipe reads) put on its queue from this thread; timed until
     ``Writer.close`` returns (every frame committed). CPU time is what other load on the
     machine disturbs least."""
-    from proxy.events import Direction
-    from proxy.recorder import CaptureMeta, Writer
+    from acp_proxy.protocol.frames import Direction
+    from acp_proxy.record.writer import CaptureMeta, Writer
 
     chunks = chunks_of(count, size)
     d = Path(tempfile.mkdtemp(dir=tmp))
@@ -369,10 +369,10 @@ def breakdown(tmp: Path, count: int, size: int) -> list[tuple[str, float]]:
 
     Uses the recorder's internals (the stages are not public API), so it may need
     updating when they change."""
-    from proxy.events import Direction
-    from proxy.framing import LineFramer
-    from proxy.jsonrpc import classify
-    from proxy.recorder import CaptureMeta, Writer, _Batch, _ByteQueue
+    from acp_proxy.protocol.frames import Direction
+    from acp_proxy.protocol.framing import LineFramer
+    from acp_proxy.protocol.jsonrpc import classify
+    from acp_proxy.record.writer import CaptureMeta, Writer, _Batch, _ByteQueue
 
     chunks = chunks_of(count, size)
     a2c = Direction.AGENT_TO_CLIENT
@@ -419,7 +419,7 @@ def breakdown(tmp: Path, count: int, size: int) -> list[tuple[str, float]]:
         w = Writer(d / "stages.sqlite", in_process=True)
         tap = w.open_capture(CaptureMeta(agent_command=["stages"]))
         w.close(timeout=None)  # the thread is gone; drive the stages by hand
-        from proxy.sink import SqliteSink
+        from acp_proxy.record.sink import SqliteSink
 
         sink = SqliteSink(d / "stages.sqlite")
         sink._ids[tap.meta.uid] = sink._conn.execute("SELECT MAX(id) FROM captures").fetchone()[0]
@@ -529,7 +529,7 @@ def main() -> int:
         # PYTHONSAFEPATH: `python -m` must not find the working directory's proxy/ first
         # (in the proxy nor in the recorder process it starts)
         env = {**os.environ, "PYTHONPATH": src, "PYTHONSAFEPATH": "1"}
-        proxy = [PY, "-m", "proxy.cli"]
+        proxy = [PY, "-m", "acp_proxy"]
         sys.path.insert(0, src)
     q = a.quick
     small = a.small or (200_000 if q else 1_000_000)
@@ -540,7 +540,7 @@ def main() -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="acp-bench-", dir=a.tmpdir))
     b = Bench(tmp, proxy, env)
-    import proxy as package
+    import acp_proxy as package
 
     where = Path(package.__file__).parent.parent
     print(f"proxy: {' '.join(b.proxy)}  (source {where})")

@@ -148,7 +148,7 @@ async def bench(args: argparse.Namespace) -> None:
     port = int(up.stdout.readline())
     direct = f"ws://127.0.0.1:{port}/acp"
     proxy = subprocess.Popen(
-        [sys.executable, "-m", "proxy.cli", "ws", "--db", str(db), "--listen", "127.0.0.1:0",
+        [sys.executable, "-m", "acp_proxy", "ws", "--db", str(db), "--listen", "127.0.0.1:0",
          "--upstream", direct],
         stderr=subprocess.PIPE, text=True, cwd=ROOT,
     )  # fmt: skip

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 PEERS = Path(__file__).parent / "peers"
-PROXY = [sys.executable, "-m", "proxy.cli"]
+PROXY = [sys.executable, "-m", "acp_proxy"]
 
 
 def peer(name: str, *args: str) -> list[str]:

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from conftest import PROXY, peer, run_proxy
 
-from proxy.events import Direction
-from proxy.export import read_jsonl
-from proxy.store import Store
+from acp_proxy.export.jsonl import read_jsonl
+from acp_proxy.protocol.frames import Direction
+from acp_proxy.store.reader import Store
 
 
 def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from click.testing import CliRunner
 
-from proxy.cli import main
+from acp_proxy.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI_DOC = ROOT / "docs" / "cli.md"
@@ -49,6 +49,10 @@ def test_cli_reference_is_current() -> None:
     assert CLI_DOC.read_text() == render_cli_reference(), (
         "docs/cli.md is stale: run `python tests/test_docs.py`"
     )
+
+
+def test_usage_names_the_command() -> None:
+    assert "Usage: acp-proxy record [OPTIONS]" in CLI_DOC.read_text()
 
 
 def test_every_command_has_an_example() -> None:

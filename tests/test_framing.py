@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.framing import LineFramer, Piece
+from acp_proxy.protocol.framing import LineFramer, Piece
 
 # bytes rich in the characters that matter to framing
 _alphabet = st.sampled_from(

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from proxy.jsonrpc import Kind, classify, decode, id_token
+from acp_proxy.protocol.jsonrpc import Kind, classify, decode, id_token
 
 
 @pytest.mark.parametrize(

@@ -1,93 +1,191 @@
-"""The layering rule of the design: a module imports only from layers below (or its own),
-and layers 0-1 never import asyncio, sqlite3, websockets or click."""
+"""The shape of the package: layers by package, pure cores, no import cycles.
+
+A module imports only from its own layer or those below; the pure packages never import
+I/O; and no module imports another that imports it back, directly or around a loop.
+"""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-PKG = Path(__file__).resolve().parent.parent / "proxy"
+PKG = Path(__file__).resolve().parent.parent / "acp_proxy"
 
+# The longest matching prefix of a module's dotted name (inside the package) gives its layer.
 LAYERS = {
-    "framing": 0,
-    "events": 0,
     "errors": 0,
-    "jsonrpc": 1,
+    "protocol": 0,
     "reconstruct": 1,
-    "transports": 2,
-    "recorder": 2,
-    "recorder_child": 2,
-    "sink": 2,
+    "replay.match": 1,
+    "replay.agent": 1,
+    "replay.client": 1,
+    "replay.compare": 1,
+    "record.core": 1,
+    "record.wire": 1,
     "store": 2,
+    "transports": 2,
+    "record": 2,
+    "text": 3,
+    "export": 3,
     "relay": 3,
     "replay": 3,
-    "ws_relay": 3,
-    "ws_serve": 3,
-    "cli": 4,
-    "report": 4,
-    "export": 4,
-    "views_report": 4,
-    "html_report": 4,
     "demo": 4,
+    "cli": 4,
+    "__main__": 5,
 }
-IO_MODULES = {"asyncio", "sqlite3", "websockets", "click", "sqlite_utils", "subprocess"}
+# Sans-I/O: these take values and return values.
+PURE = (
+    "errors",
+    "protocol",
+    "reconstruct",
+    "replay.match",
+    "replay.agent",
+    "replay.client",
+    "replay.compare",
+    "record.core",
+    "record.wire",
+)
+IO_MODULES = {
+    "asyncio",
+    "sqlite3",
+    "subprocess",
+    "socket",
+    "click",
+    "websockets",
+    "sqlite_utils",
+    "threading",
+}
+
+
+def _match(module: str, table: dict[str, int] | tuple[str, ...]) -> str | None:
+    best = None
+    for name in table:
+        if (module == name or module.startswith(name + ".")) and (
+            best is None or len(name) > len(best)
+        ):
+            best = name
+    return best
 
 
 def _layer(module: str) -> int:
-    """Layer of a module path relative to the package, like 'reconstruct.tools'."""
-    head = module.split(".")[0]
-    for name, layer in LAYERS.items():
-        if head == name or head.startswith(name + "_"):
-            return layer
-    raise AssertionError(f"proxy/{module.replace('.', '/')} has no layer in tests/test_layers.py")
+    name = _match(module, LAYERS)
+    if name is None:
+        raise AssertionError(f"acp_proxy.{module} has no layer in tests/test_layers.py")
+    return LAYERS[name]
 
 
-def _modules() -> list[tuple[str, Path]]:
-    out = []
+def _modules() -> dict[str, Path]:
+    out = {}
     for path in PKG.rglob("*.py"):
         rel = path.relative_to(PKG).with_suffix("")
         parts = [p for p in rel.parts if p != "__init__"]
         if parts:
-            out.append((".".join(parts), path))
+            out[".".join(parts)] = path
     return out
 
 
-def _imports(module: str, path: Path) -> list[str]:
+def _imports(module: str, path: Path, known: dict[str, Path]) -> list[str]:
+    """What ``module`` imports: package modules by dotted name (relative to the package),
+    other top-level modules prefixed with ``!``."""
     tree = ast.parse(path.read_text())
     package = module.split(".")[:-1] if path.name != "__init__.py" else module.split(".")
-    found = []
+    found: list[str] = []
+
+    def add(target: str, names: list[str]) -> None:
+        # `from acp_proxy.x import y` imports module x.y when y is a module
+        subs = [f"{target}.{n}" if target else n for n in names]
+        modules = [s for s in subs if s in known]
+        found.extend(modules)
+        if len(modules) < len(subs) and target:
+            found.append(target)
+
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level:
             base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
             target = ".".join([*base, node.module] if node.module else base)
-            if target:
-                found.append(target)
-            else:  # `from . import x`: a module, or a name defined in the package itself
-                for a in node.names:
-                    sub = PKG.joinpath(*base, a.name)
-                    if sub.with_suffix(".py").exists() or sub.is_dir():
-                        found.append(".".join([*base, a.name]))
+            add(target, [a.name for a in node.names])
         elif isinstance(node, ast.ImportFrom) and node.module:
-            found.append("!" + node.module.split(".")[0])
+            head, _, rest = node.module.partition(".")
+            if head == "acp_proxy":
+                add(rest, [a.name for a in node.names])
+            else:
+                found.append("!" + head)
         elif isinstance(node, ast.Import):
-            found += ["!" + a.name.split(".")[0] for a in node.names]
-    return found
+            for a in node.names:
+                head, _, rest = a.name.partition(".")
+                found.append(rest if head == "acp_proxy" else "!" + head)
+    return [f for f in found if f != module]
+
+
+def _graph() -> dict[str, list[str]]:
+    known = _modules()
+    return {m: _imports(m, p, known) for m, p in known.items()}
 
 
 def test_every_module_has_a_layer_and_imports_downwards() -> None:
     problems = []
-    for module, path in _modules():
+    for module, targets in _graph().items():
         own = _layer(module)
-        for target in _imports(module, path):
+        pure = _match(module, PURE) is not None
+        for target in targets:
             if target.startswith("!"):
-                if own <= 1 and target[1:] in IO_MODULES:
-                    problems.append(f"{module} (layer {own}) imports {target[1:]}")
+                if pure and target[1:] in IO_MODULES:
+                    problems.append(f"{module} (pure) imports {target[1:]}")
                 continue
             if _layer(target) > own:
                 problems.append(f"{module} (layer {own}) imports {target} (layer {_layer(target)})")
+            if pure and _match(target, PURE) is None:
+                problems.append(f"{module} (pure) imports {target}, which is not pure")
     assert problems == []
 
 
-def test_the_rule_can_fail() -> None:
-    assert _layer("cli_ws") == 4 and _layer("reconstruct.tools") == 1
-    assert "!asyncio" in _imports("x", PKG / "ws_relay.py")
+def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, []):
+            if w.startswith("!") or w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_the_rules_can_fail() -> None:
+    assert _layer("cli.ws") == 4 and _layer("reconstruct.tools") == 1
+    assert _layer("replay.serve") == 3 and _layer("replay.match") == 1
+    assert _cycles({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c"]]
+    graph = _graph()
+    assert "!asyncio" in graph["relay.core"]
+    assert "protocol.frames" in graph["reconstruct.fold"]

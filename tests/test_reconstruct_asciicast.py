@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from proxy.export import read_jsonl
-from proxy.reconstruct import asciicast, reconstruct, render_screen
+from acp_proxy.export.asciicast import asciicast
+from acp_proxy.export.jsonl import read_jsonl
+from acp_proxy.reconstruct import reconstruct, render_screen
 
 DATA = Path(__file__).parent / "data" / "reconstruct"
 RECORDINGS = Path(__file__).parent.parent / "recordings"

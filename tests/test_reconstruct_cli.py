@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from proxy.cli import main
+from acp_proxy.cli import main
 
 ROOT = Path(__file__).parent.parent
 DEMO = str(ROOT / "recordings" / "demo-v1.jsonl")
@@ -78,7 +78,7 @@ def test_terminals_text_shows_the_rendered_screen() -> None:
 def test_show_views(tmp_path: Path) -> None:
     db = tmp_path / "demo.sqlite"
     subprocess.run(
-        [sys.executable, "-m", "proxy.cli", "demo", "--db", str(db)],
+        [sys.executable, "-m", "acp_proxy", "demo", "--db", str(db)],
         check=True,
         capture_output=True,
     )

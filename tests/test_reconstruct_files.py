@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from proxy.export import read_jsonl
-from proxy.reconstruct import reconstruct
-from proxy.reconstruct.patch import apply_hunks, split_git_patch, unified
-from proxy.reconstruct.views import diffs_json, files_json
+from acp_proxy.export.jsonl import read_jsonl
+from acp_proxy.reconstruct import reconstruct
+from acp_proxy.reconstruct.patch import apply_hunks, split_git_patch, unified
+from acp_proxy.reconstruct.views import diffs_json, files_json
 
 DATA = Path(__file__).parent / "data" / "reconstruct"
 RECORDINGS = Path(__file__).parent.parent / "recordings"
@@ -135,7 +135,7 @@ def _git_repo(root: Path, files: dict[str, str]) -> None:
     subprocess.run(["git", "--version"], capture_output=True).returncode != 0, reason="no git"
 )
 def test_session_patch_applies_with_git_on_the_starting_tree(tmp_path: Path) -> None:
-    from proxy.reconstruct import session_patch
+    from acp_proxy.export.patch import session_patch
 
     r = _load(RECORDINGS / "demo-v1.jsonl")
     result = session_patch(r)
@@ -157,7 +157,7 @@ def test_session_patch_applies_with_git_on_the_starting_tree(tmp_path: Path) -> 
 
 
 def test_session_patch_uses_v2_patch_text_when_contents_are_unknown(tmp_path: Path) -> None:
-    from proxy.reconstruct import session_patch
+    from acp_proxy.export.patch import session_patch
 
     r = _load(DATA / "v2-diffs.jsonl")
     result = session_patch(r)

@@ -8,10 +8,10 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.events import Direction, Frame
-from proxy.export import read_jsonl
-from proxy.reconstruct import reconstruct
-from proxy.reconstruct.views import reconstruction_json, terminals_json
+from acp_proxy.export.jsonl import read_jsonl
+from acp_proxy.protocol.frames import Direction, Frame
+from acp_proxy.reconstruct import reconstruct
+from acp_proxy.reconstruct.views import reconstruction_json, terminals_json
 
 DATA = Path(__file__).parent / "data" / "reconstruct"
 C, A = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
@@ -97,7 +97,7 @@ def test_the_reconstruct_package_stays_pure() -> None:
     """Layer 1 (DESIGN.md): no asyncio, sqlite3, websockets or click, and no printing."""
     import ast
 
-    package = Path(__file__).parent.parent / "proxy" / "reconstruct"
+    package = Path(__file__).parent.parent / "acp_proxy" / "reconstruct"
     forbidden = {"asyncio", "sqlite3", "websockets", "click"}
     for path in package.glob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -238,7 +238,8 @@ def test_any_sequence_of_messages_folds_and_renders(
 ) -> None:
     import json
 
-    from proxy.reconstruct import asciicast, session_patch
+    from acp_proxy.export.asciicast import asciicast
+    from acp_proxy.export.patch import session_patch
 
     init = [
         (

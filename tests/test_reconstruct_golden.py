@@ -20,10 +20,12 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.events import Frame
-from proxy.export import read_jsonl
-from proxy.reconstruct import asciicast, reconstruct, session_patch
-from proxy.reconstruct.views import reconstruction_json
+from acp_proxy.export.asciicast import asciicast
+from acp_proxy.export.jsonl import read_jsonl
+from acp_proxy.export.patch import session_patch
+from acp_proxy.protocol.frames import Frame
+from acp_proxy.reconstruct import reconstruct
+from acp_proxy.reconstruct.views import reconstruction_json
 
 ROOT = Path(__file__).parent.parent
 CAPTURES = sorted((ROOT / "recordings").glob("*.jsonl")) + sorted(

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from proxy.export import read_jsonl
-from proxy.reconstruct import reconstruct
-from proxy.reconstruct.session import intervals_ns
-from proxy.reconstruct.views import permissions_json, sessions_json, turns_json
+from acp_proxy.export.jsonl import read_jsonl
+from acp_proxy.reconstruct import reconstruct
+from acp_proxy.reconstruct.session import intervals_ns
+from acp_proxy.reconstruct.views import permissions_json, sessions_json, turns_json
 
 DATA = Path(__file__).parent / "data" / "reconstruct"
 RECORDINGS = Path(__file__).parent.parent / "recordings"

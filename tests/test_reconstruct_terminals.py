@@ -9,11 +9,11 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.events import Direction, Frame
-from proxy.export import read_jsonl
-from proxy.reconstruct import reconstruct, render_screen
-from proxy.reconstruct.terminals import _emulate, _plain_layout
-from proxy.reconstruct.views import terminals_json
+from acp_proxy.export.jsonl import read_jsonl
+from acp_proxy.protocol.frames import Direction, Frame
+from acp_proxy.reconstruct import reconstruct, render_screen
+from acp_proxy.reconstruct.terminals import _emulate, _plain_layout
+from acp_proxy.reconstruct.views import terminals_json
 
 DATA = Path(__file__).parent / "data" / "reconstruct"
 S = "sess_1"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from proxy.export import read_jsonl
-from proxy.reconstruct import ToolCall, reconstruct
-from proxy.reconstruct.tools import apply_content_chunk, apply_v1, apply_v2
-from proxy.reconstruct.views import tools_json
+from acp_proxy.export.jsonl import read_jsonl
+from acp_proxy.reconstruct import ToolCall, reconstruct
+from acp_proxy.reconstruct.tools import apply_content_chunk, apply_v1, apply_v2
+from acp_proxy.reconstruct.views import tools_json
 
 DATA = Path(__file__).parent / "data" / "reconstruct"
 

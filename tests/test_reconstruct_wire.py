@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from proxy.events import Direction, Frame
-from proxy.reconstruct.wire import Pairer
+from acp_proxy.protocol.frames import Direction, Frame
+from acp_proxy.reconstruct.wire import Pairer
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 

@@ -10,9 +10,9 @@ from conftest import db_rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy.events import Direction, Opcode
-from proxy.recorder import CaptureMeta, Writer, _ByteQueue
-from proxy.store import Store
+from acp_proxy.protocol.frames import Direction, Opcode
+from acp_proxy.record.writer import CaptureMeta, Writer, _ByteQueue
+from acp_proxy.store.reader import Store
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from conftest import PROXY, db_rows, peer, run_proxy
 
-from proxy.events import Direction
-from proxy.store import Store
+from acp_proxy.protocol.frames import Direction
+from acp_proxy.store.reader import Store
 
 HOSTILE = b"".join(
     [
@@ -201,7 +201,7 @@ def _recorder_children(db: Path) -> list[int]:
             cmd = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"proxy.recorder_child" in cmd and str(db).encode() in cmd:
+        if b"acp_proxy.record.child" in cmd and str(db).encode() in cmd:
             pids.append(int(entry.name))
     return pids
 

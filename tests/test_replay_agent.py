@@ -18,7 +18,7 @@ from test_replay_support import (
     without_cwd,
 )
 
-from proxy.demo import proxy_argv, run_demo
+from acp_proxy.demo import proxy_argv, run_demo
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from test_replay_support import DATA, DEMO_AGENT, replay_client_cmd
 
-from proxy.demo import run_demo
-from proxy.store import Store
+from acp_proxy.demo import run_demo
+from acp_proxy.store.reader import Store
 
 CHANGED = [sys.executable, str(DATA / "changed_agent.py")]
 
@@ -117,7 +117,7 @@ def test_ignore_masks_a_volatile_path(demo_db: Path) -> None:
 def test_a_jsonl_export_drives_the_agent(demo_db: Path, tmp_path: Path) -> None:
     export = tmp_path / "demo.jsonl"
     subprocess.run(
-        [sys.executable, "-m", "proxy.cli", "export", "1", "--db", str(demo_db), "-o", str(export)],
+        [sys.executable, "-m", "acp_proxy", "export", "1", "--db", str(demo_db), "-o", str(export)],
         check=True,
         capture_output=True,
     )

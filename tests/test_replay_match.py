@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from proxy.events import Direction, Frame
-from proxy.replay_agent import AgentStandIn, MatchMode
-from proxy.replay_client import ClientStandIn
-from proxy.replay_diff import compare, parse_ignore, summarise_run
-from proxy.replay_match import Mapper, canonical, differences, parse_messages
+from acp_proxy.protocol.frames import Direction, Frame
+from acp_proxy.replay.agent import AgentStandIn, MatchMode
+from acp_proxy.replay.client import ClientStandIn
+from acp_proxy.replay.compare import compare, parse_ignore, summarise_run
+from acp_proxy.replay.match import Mapper, canonical, differences, parse_messages
 
 C, A = "c2a", "a2c"
 
@@ -309,7 +309,7 @@ def test_a_clients_cancel_request_names_its_own_live_id() -> None:
 
 
 def test_one_session_of_several_can_be_chosen() -> None:
-    from proxy.replay import select_session
+    from acp_proxy.replay.serve import select_session
 
     rec = recording(
         (C, req(0, "initialize", protocolVersion=1)),

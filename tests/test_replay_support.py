@@ -29,16 +29,14 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-from proxy.events import Direction
-from proxy.jsonrpc import decode
-from proxy.store import Store
+from acp_proxy.protocol.frames import Direction
+from acp_proxy.protocol.jsonrpc import decode
+from acp_proxy.store.reader import Store
 
 DATA = Path(__file__).parent / "data" / "replay"
-DEMO_AGENT = [sys.executable, "-m", "proxy.demo.agent"]
-DEMO_CLIENT = [sys.executable, "-m", "proxy.demo.client"]
-# `python -m proxy.cli` would not see commands registered by the cli_*.py modules (they
-# register on proxy.cli.main, not on __main__.main), so run the entry point itself.
-CLI = [sys.executable, "-c", "import sys; from proxy.cli import main; main(sys.argv[1:])"]
+DEMO_AGENT = [sys.executable, "-m", "acp_proxy.demo.agent"]
+DEMO_CLIENT = [sys.executable, "-m", "acp_proxy.demo.client"]
+CLI = [sys.executable, "-m", "acp_proxy"]
 
 
 def replay_agent_cmd(db: Path, *extra: str) -> list[str]:

@@ -14,7 +14,7 @@ from test_replay_support import DATA, SdkClient, play_demo_session, replay_agent
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from proxy.demo import run_demo
+from acp_proxy.demo import run_demo
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ from acp.schema import (
 )
 from conftest import PROXY, db_rows, peer
 
-from proxy.events import Direction
-from proxy.store import Store
+from acp_proxy.protocol.frames import Direction
+from acp_proxy.store.reader import Store
 
 
 class RecordingClient(Client):

@@ -22,8 +22,8 @@ import pytest
 from conftest import PROXY, db_rows, peer
 from test_sdk_stdio import _session as python_sdk_session
 
-from proxy.events import Direction
-from proxy.store import Store
+from acp_proxy.protocol.frames import Direction
+from acp_proxy.store.reader import Store
 
 NPM = Path(__file__).parent / "npm"
 SDK_VERSION = "2.4.0"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from conftest import db_rows
 
-from proxy.sink import Batch, SqliteSink, spill_files
-from proxy.store import Store
+from acp_proxy.record.sink import Batch, SqliteSink, spill_files
+from acp_proxy.store.reader import Store
 
 
 def _meta(uid: str) -> dict[str, object]:

@@ -17,8 +17,8 @@ from websockets.asyncio.client import connect
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from proxy.events import Direction
-from proxy.store import Store
+from acp_proxy.protocol.frames import Direction
+from acp_proxy.store.reader import Store
 
 MIB = 1024 * 1024
 

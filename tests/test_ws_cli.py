@@ -13,14 +13,14 @@ from test_ws_support import RAW, events, rows, upstream_server
 from websockets.asyncio.client import connect
 from websockets.datastructures import Headers
 
-from proxy.transports.websocket import (
+from acp_proxy.relay.listener import _upstream_target
+from acp_proxy.transports.websocket import (
     redact_headers,
     redact_url,
     relay_request_headers,
     relay_response_headers,
     without_query_param,
 )
-from proxy.ws_serve import _upstream_target
 
 
 def test_non_loopback_without_token_refuses_to_start(db: Path) -> None:

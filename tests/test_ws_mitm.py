@@ -13,9 +13,9 @@ from websockets.asyncio.client import connect
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from proxy.errors import UsageError
-from proxy.transports.websocket import WsSettings
-from proxy.ws_serve import check_listen_address
+from acp_proxy.errors import UsageError
+from acp_proxy.relay.listener import check_listen_address
+from acp_proxy.transports.websocket import WsSettings
 
 MIB = 1024 * 1024
 

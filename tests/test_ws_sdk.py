@@ -27,8 +27,8 @@ from hypercorn.config import Config
 from test_sdk_stdio import RecordingClient
 from test_ws_support import events, rows, running_proxy
 
-from proxy.events import Direction
-from proxy.store import Store
+from acp_proxy.protocol.frames import Direction
+from acp_proxy.store.reader import Store
 
 
 def _sdk_agent_class() -> Any:

@@ -16,9 +16,9 @@ from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
 from websockets.exceptions import ConnectionClosed
 
-from proxy.recorder import Writer
-from proxy.transports.websocket import WsSettings
-from proxy.ws_serve import Admission, ServeConfig, serve
+from acp_proxy.record.writer import Writer
+from acp_proxy.relay.listener import Admission, ServeConfig, serve
+from acp_proxy.transports.websocket import WsSettings
 
 RAW = {"compression": None, "max_size": None, "ping_interval": None}
 

@@ -97,7 +97,7 @@ async def main() -> None:
         project.mkdir()
         (project / "app.py").write_text("def greet():\n    return 'Helo'\n")
         db = Path(d) / "rec.sqlite"
-        proxy = [sys.executable, "-m", "proxy.cli", "record", "--db", str(db), "--"]
+        proxy = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db), "--"]
         agent = [sys.executable, str(HERE / "agent.py")]
         client = SampleClient()
         async with spawn_agent_process(client, *proxy, *agent) as (conn, _proc):
@@ -114,7 +114,7 @@ async def main() -> None:
                 session_id=session.session_id, prompt=[text_block("fix the greeting")]
             )
         subprocess.run(
-            [sys.executable, "-m", "proxy.cli", "export", "--db", str(db), "-o", str(OUT)],
+            [sys.executable, "-m", "acp_proxy", "export", "--db", str(db), "-o", str(OUT)],
             check=True,
         )
 

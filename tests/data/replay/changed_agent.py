@@ -10,7 +10,7 @@ import contextlib
 import sys
 from typing import Any
 
-from proxy.demo import agent as demo
+from acp_proxy.demo import agent as demo
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "status"
 

@@ -1,0 +1,68 @@
+"""The ``acp-proxy`` command line: one click group, commands registered by name.
+
+What belongs here: the root group and the table of commands. The root imports no command
+module: each is imported when it is run (or listed by ``--help``), so ``record`` starts
+fast and a command module never imports the root (no cycles). Shared options and the one
+error path are in :mod:`acp_proxy.cli.common`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import ClassVar
+
+import click
+
+from acp_proxy import __version__
+from acp_proxy.cli.common import CONTEXT
+
+__all__ = ["COMMANDS", "main"]
+
+# command name -> "module:attribute" of its click command
+COMMANDS = {
+    "record": "acp_proxy.cli.record:record",
+    "captures": "acp_proxy.cli.frames:captures",
+    "show": "acp_proxy.cli.frames:show",
+    "tail": "acp_proxy.cli.frames:tail",
+    "tools": "acp_proxy.cli.views:tools",
+    "terminals": "acp_proxy.cli.views:terminals",
+    "diffs": "acp_proxy.cli.views:diffs",
+    "export": "acp_proxy.cli.export:export",
+    "import-spill": "acp_proxy.cli.spill:import_spill",
+    "ws": "acp_proxy.cli.ws:ws",
+    "replay": "acp_proxy.cli.replay:replay",
+    "demo": "acp_proxy.cli.demo:demo",
+}
+
+
+class Registry(click.Group):
+    """A group whose commands are imported from :data:`COMMANDS` when first needed."""
+
+    table: ClassVar[dict[str, str]] = COMMANDS
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(self.table)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = self.table.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attr = target.partition(":")
+        command = getattr(importlib.import_module(module), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group("acp-proxy", cls=Registry, context_settings=CONTEXT)
+@click.version_option(__version__, "-V", "--version", prog_name="acp-proxy")
+def main() -> None:
+    """A transparent recording proxy for the Agent Client Protocol (ACP).
+
+    \b
+    Put it in front of an agent in your editor's agent settings:
+        acp-proxy record -- my-agent --flag
+    then look at what was said:
+        acp-proxy captures
+        acp-proxy show
+        acp-proxy tail -f
+    """

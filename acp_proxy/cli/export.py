@@ -1,0 +1,85 @@
+"""``acp-proxy export``: a capture as jsonl, asciicast, patch or html."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from acp_proxy.cli.common import CONTEXT, db_option, handle_errors, open_store
+from acp_proxy.errors import UsageError
+
+__all__ = ["export"]
+
+
+@click.command(context_settings=CONTEXT)
+@db_option
+@click.argument("capture", required=False)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "asciicast", "patch", "html"]),
+    default="jsonl",
+    show_default=True,
+    help="jsonl: every frame, exact bytes; asciicast: one terminal (v2 asciicast, recorded "
+    "timing); patch: the file changes as one patch for git apply; html: a page to open in "
+    "a browser (turns, tool calls, terminals, diffs, every frame).",
+)
+@click.option("--terminal", metavar="ID", help="The terminal to export as asciicast.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write to a file instead of stdout.",
+)
+@handle_errors
+def export(
+    db: Path | None, capture: str | None, fmt: str, terminal: str | None, output: Path | None
+) -> None:
+    """Export a capture (default: the latest) with its exact bytes, a terminal, or a patch.
+
+    \b
+    Example:
+        acp-proxy export 3 --format jsonl -o session.jsonl
+        acp-proxy export 3 --format asciicast --terminal term_1 -o t.cast && asciinema play t.cast
+        acp-proxy export 3 --format patch | git apply
+        acp-proxy export 3 --format html -o capture.html
+    """
+    from acp_proxy.export.jsonl import write_jsonl
+
+    if fmt == "html":
+        from acp_proxy.export.html import render_html
+
+        store = open_store(db)
+        c = store.capture(capture)
+        page = render_html(c, store.frames(c["id"]))
+        if output is not None:
+            output.write_text(page, encoding="utf-8")
+            click.echo(f"wrote {output}", err=True)
+        else:
+            sys.stdout.write(page)
+        return
+    if fmt != "jsonl":
+        from acp_proxy.cli.views import export_text
+
+        text, notes = export_text(db, capture, fmt, terminal)
+        for note in notes:
+            click.echo(f"acp-proxy: {note}", err=True)
+        if output is not None:
+            output.write_text(text, encoding="utf-8")
+            click.echo(f"wrote {fmt} to {output}", err=True)
+        else:
+            sys.stdout.write(text)
+        return
+    if terminal is not None:
+        raise UsageError("--terminal goes with --format asciicast")
+    store = open_store(db)
+    c = store.capture(capture)
+    frames = store.frames(c["id"])
+    if output is not None:
+        with open(output, "wb") as out:
+            n = write_jsonl(frames, c["uid"], out)
+        click.echo(f"wrote {n} frames to {output}", err=True)
+    else:
+        write_jsonl(frames, c["uid"], sys.stdout.buffer)

@@ -1,0 +1,95 @@
+"""``acp-proxy record``: wrap a stdio agent (or reach a remote one), relay and record."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from acp_proxy.cli.common import CONTEXT, db_option, db_path, fail
+from acp_proxy.errors import AgentSpawnError
+
+__all__ = ["record"]
+
+
+@click.command(
+    context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_interspersed_args": False}
+)
+@db_option
+@click.option("--label", help="A note stored with the capture.")
+@click.option(
+    "--upstream",
+    metavar="URL",
+    help="Relay to a remote WebSocket agent (ws://host:port/acp) instead of running a command.",
+)
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="'NAME: VALUE'",
+    help="With --upstream: a header for the upgrade request (repeatable), e.g. "
+    "'Authorization: Bearer TOKEN'. Stored redacted.",
+)
+@click.option(
+    "--grace",
+    type=float,
+    default=3.0,
+    show_default=True,
+    help="Seconds to wait after the client closes stdin before terminating the agent.",
+)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def record(
+    db: Path | None,
+    label: str | None,
+    upstream: str | None,
+    headers: tuple[str, ...],
+    grace: float,
+    command: tuple[str, ...],
+) -> None:
+    """Run an agent, relay its stdio byte for byte, and record every message.
+
+    \b
+    Example (an editor's agent command):
+        acp-proxy record --db ~/acp.sqlite -- npx my-acp-agent --verbose
+
+    \b
+    With --upstream, an editor that only speaks stdio reaches a remote WebSocket agent:
+        acp-proxy record --upstream ws://host:8000/acp --header 'Authorization: Bearer T'
+
+    Nothing is written to stdout but the agent's own bytes; the agent's exit code becomes
+    ours (128+N when it dies of signal N).
+    """
+    from acp_proxy.record.writer import Writer, tune_relay_process
+    from acp_proxy.relay.stdio import record_stdio
+
+    argv = list(command)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    elif argv and argv[0].startswith("-"):
+        fail(f"no such option: {argv[0]} (the agent command goes after --)", 2)
+    if upstream is not None:
+        if argv:
+            fail("give either --upstream URL or an agent command, not both", 2)
+        from acp_proxy.cli.ws import record_upstream
+
+        os._exit(record_upstream(db_path(db), upstream, label=label, headers=headers))
+    if headers:
+        fail("--header goes with --upstream", 2)
+    if not argv:
+        fail("no agent command given (usage: acp-proxy record -- CMD ...)", 2)
+    if grace < 0:
+        fail("--grace must be zero or more seconds", 2)
+    tune_relay_process()
+    writer = Writer(db_path(db))
+    code = 1
+    try:
+        code = record_stdio(argv, writer, label=label, grace=grace)
+    except AgentSpawnError as e:
+        click.echo(f"acp-proxy: {e}", err=True)
+        code = e.exit_code
+    finally:
+        writer.close()
+        sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,220 @@
+"""Reconstruction views: ``tools``, ``terminals``, ``diffs`` (layer 4).
+
+Thin click commands; the folds are in
+:mod:`acp_proxy.reconstruct`, the text in :mod:`acp_proxy.text.views`. ``CAPTURE`` is a capture
+of the database (id, uid prefix, ``-1`` for the latest; default the latest) or the path of
+a ``jsonl`` export such as the samples in ``recordings/``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from acp_proxy.cli.common import (
+    CONTEXT,
+    check_at,
+    db_option,
+    dump_json,
+    handle_errors,
+    json_option,
+    open_store,
+)
+from acp_proxy.errors import UsageError
+from acp_proxy.protocol.frames import Frame
+from acp_proxy.reconstruct import Reconstruction, reconstruct
+from acp_proxy.reconstruct.views import diffs_json, terminals_json, tools_json
+from acp_proxy.text.views import diffs_lines, terminals_lines, tools_lines
+
+__all__ = [
+    "SHOW_VIEWS",
+    "diffs",
+    "export_text",
+    "load_frames",
+    "load_reconstruction",
+    "print_view",
+    "terminals",
+    "tools",
+]
+
+SHOW_VIEWS = (
+    "frames",
+    "turns",
+    "tools",
+    "permissions",
+    "terminals",
+    "diffs",
+    "files",
+    "sessions",
+)
+
+
+def _is_export(capture: str | None) -> bool:
+    return capture is not None and capture.endswith(".jsonl") and os.path.isfile(capture)
+
+
+def load_frames(db: Path | None, capture: str | None, at: int | None = None) -> Iterator[Frame]:
+    """The frames of ``capture`` (up to ``at``), from a ``jsonl`` export or the database."""
+    if _is_export(capture):
+        from acp_proxy.export.jsonl import read_jsonl
+
+        def from_file() -> Iterator[Frame]:
+            assert capture is not None
+            with open(capture, "rb") as f:
+                try:
+                    for frame in read_jsonl(f):
+                        if at is not None and frame.seq > at:
+                            return
+                        yield frame
+                except (orjson.JSONDecodeError, KeyError, ValueError) as e:
+                    raise UsageError(f"{capture}: not a jsonl export ({e})") from e
+
+        return from_file()
+    store = open_store(db)
+    c = store.capture(capture)
+    return (sf.frame for sf in store.frames(c["id"], upto_seq=at))
+
+
+def load_reconstruction(db: Path | None, capture: str | None, at: int | None) -> Reconstruction:
+    check_at(at)
+    return reconstruct(load_frames(db, capture, at), at=at)
+
+
+def at_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--at",
+        "at",
+        type=int,
+        default=None,
+        metavar="SEQ",
+        help="Show the state after frame SEQ (as the user saw it then).",
+    )(fn)
+
+
+def _view(
+    name: str, doc: str, to_json: Callable[[Reconstruction], Any], to_lines: Callable[..., Any]
+) -> click.Command:
+    @click.command(name, context_settings=CONTEXT, help=doc)
+    @db_option
+    @json_option
+    @at_option
+    @click.argument("capture", required=False)
+    @handle_errors
+    def command(db: Path | None, as_json: bool, at: int | None, capture: str | None) -> None:
+        r = load_reconstruction(db, capture, at)
+        if as_json:
+            dump_json(to_json(r))
+            return
+        for line in to_lines(r):
+            click.echo(line)
+
+    return command
+
+
+def print_view(
+    db: Path | None, capture: str | None, view: str, at: int | None, as_json: bool
+) -> None:
+    """``acp-proxy show --view VIEW``: one reconstruction view, as text or JSON."""
+    from acp_proxy.reconstruct import views
+    from acp_proxy.text.views import (
+        diffs_lines,
+        files_lines,
+        permissions_lines,
+        sessions_lines,
+        terminals_lines,
+        tools_lines,
+        turns_lines,
+    )
+
+    table: dict[str, tuple[Callable[[Reconstruction], Any], Callable[..., Any]]] = {
+        "turns": (views.turns_json, turns_lines),
+        "tools": (views.tools_json, tools_lines),
+        "permissions": (views.permissions_json, permissions_lines),
+        "terminals": (views.terminals_json, terminals_lines),
+        "diffs": (views.diffs_json, diffs_lines),
+        "files": (views.files_json, files_lines),
+        "sessions": (views.sessions_json, sessions_lines),
+    }
+    if view not in table:
+        raise UsageError(f"no view {view!r} (choose from {', '.join(SHOW_VIEWS)})")
+    r = load_reconstruction(db, capture, at)
+    to_json, to_lines = table[view]
+    if as_json:
+        dump_json(to_json(r))
+        return
+    for line in to_lines(r):
+        click.echo(line)
+
+
+def export_text(
+    db: Path | None, capture: str | None, fmt: str, terminal: str | None
+) -> tuple[str, list[str]]:
+    """The text of an ``asciicast`` or ``patch`` export, and warnings for stderr."""
+    from acp_proxy.export.asciicast import asciicast
+    from acp_proxy.export.patch import session_patch
+
+    r = load_reconstruction(db, capture, None)
+    if fmt == "patch":
+        result = session_patch(r)
+        notes = [f"skipped {path}: {why}" for path, why in result.skipped]
+        if not result.text:
+            notes.append("no text changes whose contents or patch text are known")
+        return result.text, notes
+    terms = list(r.terminals.values())
+    if terminal is None:
+        if len(terms) != 1:
+            ids = ", ".join(t.terminal_id for t in terms) or "none"
+            raise UsageError(f"give --terminal ID (terminals in this capture: {ids})")
+        return asciicast(terms[0]), []
+    found = [t for t in terms if t.terminal_id == terminal]
+    if not found:
+        ids = ", ".join(t.terminal_id for t in terms) or "none"
+        raise UsageError(f"no terminal {terminal!r} (terminals in this capture: {ids})")
+    notes = [] if len(found) == 1 else [f"{terminal} is in several sessions; using the first"]
+    return asciicast(found[0]), notes
+
+
+tools = _view(
+    "tools",
+    """Tool calls: title, kind, status history with times, content, locations.
+
+    \b
+    Example:
+        acp-proxy tools 3 --at 120
+        acp-proxy tools recordings/demo-v1.jsonl --json
+    """,
+    tools_json,
+    tools_lines,
+)
+terminals = _view(
+    "terminals",
+    """Terminals as the user saw them: command, exit status, rendered screen.
+
+    v2 agent-owned terminals (terminal_update, terminal_output_chunk) and v1
+    client-owned ones (terminal/create, terminal/output). --json gives the exact
+    bytes (output_base64), the decoded text and the screen lines.
+
+    \b
+    Example:
+        acp-proxy terminals --json | jq -r '.[0].screen[]'
+    """,
+    terminals_json,
+    terminals_lines,
+)
+diffs = _view(
+    "diffs",
+    """File changes: tool-call diffs and fs writes, as unified diffs, stale edits flagged.
+
+    \b
+    Example:
+        acp-proxy diffs 3
+        acp-proxy export 3 --format patch | git apply --check
+    """,
+    diffs_json,
+    diffs_lines,
+)

@@ -1,0 +1,235 @@
+"""WebSocket commands: ``ws`` and ``record --upstream`` (layer 4: thin, no logic of their own).
+
+``ws`` listens for WebSocket clients and relays each connection either to a remote
+WebSocket agent (``--upstream URL``: man in the middle) or to a fresh local stdio agent
+process (``-- CMD …``). ``record --upstream URL`` makes our stdin/stdout a stdio client of
+a remote WebSocket agent. The sessions are in :mod:`acp_proxy.relay.listener`, the relay core in
+:mod:`acp_proxy.relay.core`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import click
+
+from acp_proxy.cli.common import CONTEXT, db_option, db_path, fail, handle_errors
+from acp_proxy.errors import ProxyError, UsageError
+from acp_proxy.record.writer import Writer, tune_relay_process
+from acp_proxy.relay.listener import (
+    Admission,
+    ServeConfig,
+    bridge_stdio_client,
+    check_listen_address,
+    serve,
+)
+from acp_proxy.transports.websocket import WsSettings
+
+__all__ = ["record_upstream", "ws"]
+
+_MIB = 1024 * 1024
+
+
+def _parse_listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise UsageError(f"--listen wants HOST:PORT (e.g. 127.0.0.1:8765), not {value!r}")
+    host = host.strip("[]") or "127.0.0.1"
+    n = int(port)
+    if n > 65535:
+        raise UsageError(f"--listen port {n} is out of range")
+    return host, n
+
+
+def _settings(max_size: int, max_queue: int, ping_interval: float | None) -> WsSettings:
+    if max_size < 1:
+        raise UsageError("--max-size must be a positive number of bytes")
+    if max_queue < 1:
+        raise UsageError("--max-queue must be at least 1")
+    if ping_interval is not None and ping_interval <= 0:
+        raise UsageError("--ping-interval must be a positive number of seconds")
+    return WsSettings(
+        max_size=max_size,
+        max_queue=max_queue,
+        ping_interval=ping_interval,
+        ping_timeout=ping_interval,
+    )
+
+
+def parse_headers(values: Sequence[str]) -> list[tuple[str, str]]:
+    """``Name: value`` strings as header pairs; raises UsageError on anything else."""
+    pairs = []
+    for v in values:
+        name, sep, value = v.partition(":")
+        if not sep or not name.strip() or any(c in name for c in " \t\r\n"):
+            raise UsageError(f"--header wants 'Name: value', not {v!r}")
+        if any(c in value for c in "\r\n"):
+            raise UsageError(f"--header value of {name} contains a line break")
+        pairs.append((name.strip(), value.strip()))
+    return pairs
+
+
+def record_upstream(db: Path, url: str, *, label: str | None, headers: Sequence[str] = ()) -> int:
+    """Bridge our stdio to a remote WebSocket agent, recording both legs."""
+    if not url.startswith(("ws://", "wss://")):
+        click.echo(
+            f"acp-proxy: error: --upstream wants a ws:// or wss:// URL, not {url!r}", err=True
+        )
+        return 2
+    try:
+        pairs = parse_headers(headers)
+    except UsageError as e:
+        click.echo(f"acp-proxy: error: {e}", err=True)
+        return 2
+    tune_relay_process()
+    writer = Writer(db)
+    code = 1
+    try:
+        code = asyncio.run(bridge_stdio_client(url, writer, label=label, headers=pairs))
+    except ProxyError as e:
+        click.echo(f"acp-proxy: error: {e}", err=True)
+        code = e.exit_code
+    except KeyboardInterrupt:  # before the connection was up (later, SIGINT is handled)
+        code = 128 + signal.SIGINT
+    finally:
+        writer.close()
+        sys.stderr.flush()
+    return code
+
+
+@click.command(
+    context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_interspersed_args": False}
+)
+@db_option
+@click.option(
+    "--listen",
+    default="127.0.0.1:8765",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Where clients connect. Anything but loopback requires --token. Port 0 picks one.",
+)
+@click.option("--upstream", metavar="URL", help="Relay each connection to this ws:// agent.")
+@click.option(
+    "--token",
+    envvar="ACP_PROXY_TOKEN",
+    help="Clients must send Authorization: Bearer TOKEN or ?token=TOKEN ($ACP_PROXY_TOKEN).",
+)
+@click.option(
+    "--allow-origin",
+    "allow_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="Accept browser connections from this Origin (repeatable); others are refused.",
+)
+@click.option(
+    "--max-size",
+    type=int,
+    default=64 * _MIB,
+    show_default=True,
+    help="Largest message relayed, in bytes (larger: closed with 1009).",
+)
+@click.option(
+    "--max-queue",
+    type=int,
+    default=16,
+    show_default=True,
+    help="Frames buffered per leg before reading stops (backpressure).",
+)
+@click.option(
+    "--ping-interval",
+    type=float,
+    default=None,
+    help="Send keepalive pings on both legs every N seconds (default: never).",
+)
+@click.option(
+    "--record-secrets",
+    is_flag=True,
+    help="Store Authorization, Cookie, Set-Cookie and token values unredacted in events.",
+)
+@click.option("--label", help="A note stored with each capture.")
+@click.option(
+    "--grace",
+    type=float,
+    default=3.0,
+    show_default=True,
+    help="Seconds an agent gets after its client left before it is terminated.",
+)
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+@handle_errors
+def ws(
+    db: Path | None,
+    listen: str,
+    upstream: str | None,
+    token: str | None,
+    allow_origins: tuple[str, ...],
+    max_size: int,
+    max_queue: int,
+    ping_interval: float | None,
+    record_secrets: bool,
+    label: str | None,
+    grace: float,
+    command: tuple[str, ...],
+) -> None:
+    """Accept WebSocket clients and relay each one, recording every message.
+
+    \b
+    Example, man in the middle (one upstream connection and one capture per client):
+        acp-proxy ws --listen 127.0.0.1:8765 --upstream ws://agent.example:8000/acp
+    Example, a local stdio agent (a fresh agent process per connection):
+        acp-proxy ws --listen 127.0.0.1:8765 -- my-agent --flag
+    Then point the client at ws://127.0.0.1:8765/acp.
+
+    Headers of the upgrade (Authorization, Cookie, Sec-WebSocket-Protocol, ...), the path and
+    the query are relayed upstream; the upstream's subprotocol, Acp-Connection-Id and
+    Set-Cookie come back. Browser origins are refused unless allowed with --allow-origin.
+    """
+    argv = list(command)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if (upstream is None) == (not argv):
+        fail("give either --upstream URL or an agent command after --, not both or neither", 2)
+    if upstream is not None and not upstream.startswith(("ws://", "wss://")):
+        raise UsageError(f"--upstream wants a ws:// or wss:// URL, not {upstream!r}")
+    if grace < 0:
+        raise UsageError("--grace must be zero or more seconds")
+    host, port = _parse_listen(listen)
+    check_listen_address(host, token)
+    config = ServeConfig(
+        host=host,
+        port=port,
+        upstream=upstream,
+        command=argv or None,
+        settings=_settings(max_size, max_queue, ping_interval),
+        admission=Admission(token or None, frozenset(allow_origins)),
+        keep_secrets=record_secrets,
+        grace=grace,
+        label=label,
+    )
+    tune_relay_process()
+    writer = Writer(db_path(db))
+    try:
+        asyncio.run(_serve_until_signal(config, writer))
+    except OSError as e:
+        raise UsageError(f"cannot listen on {listen}: {e.strerror or e}") from e
+    finally:
+        writer.close()
+
+
+async def _serve_until_signal(config: ServeConfig, writer: Writer) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(s, stop.set)
+    target = config.upstream or " ".join(config.command or ())
+
+    def ready(url: str) -> None:
+        click.echo(f"acp-proxy: listening on {url} → {target} (pid {os.getpid()})", err=True)
+
+    await serve(config, writer, stop, ready=ready)

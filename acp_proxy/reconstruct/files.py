@@ -1,0 +1,396 @@
+"""Files and diffs: per-path timelines, known contents, stale edits (layer 1: pure).
+
+What belongs here: what the recorded traffic says about files —
+
+* v1 ``diff`` content ``{path, oldText?, newText}`` (PROTOCOL.md §6.3): ``oldText`` absent or
+  ``null`` means a new file;
+* v2 ``diff`` content ``{changes[], patch?}`` (§6.3, tool-calls-v2 "Diffs"): ``changes`` is
+  authoritative (``add``, ``delete``, ``modify``, ``move``, ``copy``, or an unknown
+  operation kept as sent); ``patch`` (``git_patch``) may be absent, and is split into
+  sections matched to the changes by path;
+* ``fs/read_text_file`` results (what the agent saw) and ``fs/write_text_file`` params (what
+  it wrote), v1 §4.1.
+
+Each path gets a timeline of versions. A content is "known" only when the traffic shows it
+whole (a full read, a v1 diff, a write, or a v2 patch applied to a known content). A diff
+whose old text does not match the last known content is flagged ``stale``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_proxy.reconstruct.patch import Section, apply_hunks, split_git_patch, unified
+
+__all__ = ["FileChange", "FileHistory", "FileVersion", "Files", "display_path"]
+
+_PAIR_OPS = frozenset({"move", "copy"})
+
+
+def display_path(path: str, cwd: str | None) -> str:
+    """``path`` relative to ``cwd`` when inside it, else without its leading ``/``."""
+    if cwd and posixpath.isabs(path):
+        root = cwd.rstrip("/") + "/"
+        if path.startswith(root):
+            return path[len(root) :]
+    return path.lstrip("/")
+
+
+@dataclass(slots=True)
+class FileChange:
+    """One change to one path: a row of ``acp-proxy diffs``."""
+
+    path: str | None
+    operation: str
+    old_path: str | None
+    session_id: str | None
+    tool_call_id: str | None
+    seq: int
+    t_ns: int
+    source: str  # "diff" (tool call content), "fs_write"
+    file_type: str | None = None
+    mime_type: str | None = None
+    section: str | None = None  # v2: the git_patch section for this change, as sent
+    rel: str | None = None  # when both sides are known: the path to write in a made patch
+    old_text: str | None = None
+    new_text: str | None = None
+    stale: bool = False
+    ok: bool | None = None  # fs_write: whether the client reported success
+    meta: Any = None
+    raw: Any = None
+    _made: str | None = None
+
+    @property
+    def patch(self) -> str | None:
+        """Unified diff text: the v2 section as sent, else one made from the known old and
+        new texts (made when first asked for, as most views never need it); ``None`` when
+        neither exists or nothing changed."""
+        if self.section is not None:
+            return self.section
+        if self.rel is None:
+            return None
+        if self._made is None:
+            self._made = unified(self.old_text, self.new_text, self.rel)
+        return self._made or None
+
+
+@dataclass(slots=True)
+class FileVersion:
+    """A point in a path's timeline: what happened and what is known afterwards."""
+
+    seq: int
+    t_ns: int
+    operation: str  # read, write, add, delete, modify, move_from, move_to, copy_to, other
+    source: str
+    session_id: str | None
+    tool_call_id: str | None
+    exists: bool | None
+    content: str | None
+    partial: bool = False
+    stale: bool = False
+    diverged: bool = False  # a read showed a content other than the last known one
+
+
+@dataclass(slots=True)
+class FileHistory:
+    path: str
+    start_exists: bool | None = None
+    start_content: str | None = None
+    exists: bool | None = None
+    content: str | None = None
+    versions: list[FileVersion] = field(default_factory=list)
+    disk_exists: bool | None = None  # as last shown by fs/read_text_file or written
+    disk_content: str | None = None
+    _started: bool = False
+
+    def start(self, exists: bool | None, content: str | None) -> None:
+        if not self._started:
+            self._started = True
+            self.start_exists, self.start_content = exists, content
+
+    def content_at(self, seq: int) -> tuple[bool | None, str | None]:
+        """``(exists, content)`` after every version up to ``seq`` (``None`` = unknown)."""
+        state: tuple[bool | None, str | None] = (self.start_exists, self.start_content)
+        for v in self.versions:
+            if v.seq > seq:
+                break
+            if not v.partial:
+                state = (v.exists, v.content)
+        return state
+
+
+class Files:
+    """The file fold: changes in arrival order and a history per path."""
+
+    def __init__(self) -> None:
+        self.changes: list[FileChange] = []
+        self.paths: dict[str, FileHistory] = {}
+        self._disk_before: dict[int, tuple[bool | None, str | None]] = {}
+
+    def history(self, path: str) -> FileHistory:
+        h = self.paths.get(path)
+        if h is None:
+            h = self.paths[path] = FileHistory(path)
+        return h
+
+    def _version(self, h: FileHistory, v: FileVersion) -> None:
+        h.versions.append(v)
+        if not v.partial:
+            h.exists, h.content = v.exists, v.content
+
+    # -- v1 -----------------------------------------------------------------------------
+
+    def v1_diff(
+        self,
+        item: dict[str, Any],
+        sid: str | None,
+        tcid: str | None,
+        seq: int,
+        t_ns: int,
+        cwd: str | None,
+    ) -> None:
+        """A v1 ``{type:"diff", path, oldText?, newText}`` item (§6.3)."""
+        path = item.get("path")
+        if not isinstance(path, str):
+            return
+        old = item.get("oldText")
+        old = old if isinstance(old, str) else None
+        new = item.get("newText")
+        new = new if isinstance(new, str) else ""
+        h = self.history(path)
+        h.start(old is not None, old)
+        stale = _stale(h, old is not None, old)
+        rel = display_path(path, cwd)
+        self.changes.append(
+            FileChange(
+                path,
+                "add" if old is None else "modify",
+                None,
+                sid,
+                tcid,
+                seq,
+                t_ns,
+                "diff",
+                file_type="text",
+                rel=rel,
+                old_text=old,
+                new_text=new,
+                stale=stale,
+                meta=item.get("_meta"),
+                raw=item,
+            )
+        )
+        op = "add" if old is None else "modify"
+        self._version(h, FileVersion(seq, t_ns, op, "diff", sid, tcid, True, new, stale=stale))
+
+    def read(
+        self, params: dict[str, Any], result: Any, sid: str | None, seq: int, t_ns: int
+    ) -> None:
+        """An answered ``fs/read_text_file``: the agent saw ``content`` (§4.1)."""
+        path = params.get("path")
+        if not isinstance(path, str) or not isinstance(result, dict):
+            return
+        content = result.get("content")
+        if not isinstance(content, str):
+            return
+        partial = params.get("line") is not None or params.get("limit") is not None
+        h = self.history(path)
+        h.start(True, None if partial else content)
+        diverged = not partial and h.content is not None and h.content != content
+        if not partial:
+            h.disk_exists, h.disk_content = True, content
+        self._version(
+            h,
+            FileVersion(
+                seq,
+                t_ns,
+                "read",
+                "fs_read",
+                sid,
+                None,
+                True,
+                content,
+                partial=partial,
+                diverged=diverged,
+            ),
+        )
+
+    def write(
+        self, params: dict[str, Any], sid: str | None, seq: int, t_ns: int, cwd: str | None
+    ) -> FileChange | None:
+        """An ``fs/write_text_file`` request: what the agent wrote (§4.1)."""
+        path = params.get("path")
+        content = params.get("content")
+        if not isinstance(path, str) or not isinstance(content, str):
+            return None
+        h = self.history(path)
+        h.start(None, None)
+        # Compare with what is on disk: what the last read or write left there, else the
+        # starting state (diffs shown before a write are proposals until it happens).
+        exists: bool | None = h.exists
+        current = h.content
+        if h.disk_exists is not None:
+            exists, current = h.disk_exists, h.disk_content
+        elif h.start_exists is not None:
+            exists, current = h.start_exists, h.start_content
+        before = current if exists else None
+        known = exists is False or (exists is True and current is not None)
+        disk_before = (h.disk_exists, h.disk_content)
+        h.disk_exists, h.disk_content = True, content
+        change = FileChange(
+            path,
+            "add" if exists is False else "modify",
+            None,
+            sid,
+            None,
+            seq,
+            t_ns,
+            "fs_write",
+            file_type="text",
+            rel=display_path(path, cwd) if known else None,
+            old_text=before,
+            new_text=content,
+            meta=params.get("_meta"),
+            raw=None,
+        )
+        self.changes.append(change)
+        self._disk_before[id(change)] = disk_before
+        self._version(h, FileVersion(seq, t_ns, "write", "fs_write", sid, None, True, content))
+        return change
+
+    def write_failed(self, change: FileChange, seq: int) -> None:
+        """The client refused a write: the path is back to its state before it."""
+        change.ok = False
+        if change.path is None:
+            return
+        h = self.history(change.path)
+        h.versions = [v for v in h.versions if not (v.seq == change.seq and v.source == "fs_write")]
+        h.exists, h.content = h.content_at(seq)
+        h.disk_exists, h.disk_content = self._disk_before.pop(id(change), (None, None))
+
+    def write_done(self, change: FileChange) -> None:
+        change.ok = True
+        self._disk_before.pop(id(change), None)
+
+    # -- v2 -----------------------------------------------------------------------------
+
+    def v2_diff(
+        self, item: dict[str, Any], sid: str | None, tcid: str | None, seq: int, t_ns: int
+    ) -> None:
+        """A v2 ``{type:"diff", changes[], patch?}`` item (§6.3); ``changes`` is authoritative."""
+        patch = item.get("patch")
+        sections: list[Section] = []
+        if isinstance(patch, dict) and isinstance(patch.get("text"), str):
+            sections = split_git_patch(patch["text"])
+        changes = item.get("changes")
+        for change in changes if isinstance(changes, list) else []:
+            if isinstance(change, dict):
+                self._v2_change(change, sections, sid, tcid, seq, t_ns)
+
+    def _v2_change(
+        self,
+        c: dict[str, Any],
+        sections: list[Section],
+        sid: str | None,
+        tcid: str | None,
+        seq: int,
+        t_ns: int,
+    ) -> None:
+        op = c.get("operation")
+        op = op if isinstance(op, str) else "unknown"
+        path = c.get("path") if isinstance(c.get("path"), str) else None
+        old_path = c.get("oldPath") if isinstance(c.get("oldPath"), str) else None
+        section = _match(sections, op, path, old_path)
+        fc = FileChange(
+            path,
+            op,
+            old_path,
+            sid,
+            tcid,
+            seq,
+            t_ns,
+            "diff",
+            file_type=c.get("fileType") if isinstance(c.get("fileType"), str) else None,
+            mime_type=c.get("mimeType") if isinstance(c.get("mimeType"), str) else None,
+            section=section.text if section else None,
+            meta=c.get("_meta"),
+            raw=c,
+        )
+        self.changes.append(fc)
+        text = fc.file_type in (None, "text")
+        if op in _PAIR_OPS and path is not None and old_path is not None:
+            src = self.history(old_path)
+            src.start(True, None)
+            fc.stale = src.exists is False
+            fc.old_text = src.content if src.exists else None
+            carried = src.content if src.exists and text else None
+            if op == "move":
+                self._version(
+                    src, FileVersion(seq, t_ns, "move_from", "diff", sid, tcid, False, None)
+                )
+            dst = self.history(path)
+            dst.start(False, None)
+            new = apply_hunks(carried, section.text) if carried is not None and section else carried
+            fc.new_text = new
+            self._version(dst, FileVersion(seq, t_ns, f"{op}_to", "diff", sid, tcid, True, new))
+            return
+        if path is None:
+            return
+        h = self.history(path)
+        if op == "add":
+            h.start(False, None)
+            fc.stale = h.exists is True
+            new = apply_hunks("", section.text) if section and text else None
+            fc.new_text = new
+            self._version(
+                h, FileVersion(seq, t_ns, op, "diff", sid, tcid, True, new, stale=fc.stale)
+            )
+        elif op == "delete":
+            h.start(True, None)
+            fc.stale = h.exists is False
+            fc.old_text = h.content if h.exists else None
+            self._version(
+                h, FileVersion(seq, t_ns, op, "diff", sid, tcid, False, None, stale=fc.stale)
+            )
+        elif op == "modify":
+            h.start(True, None)
+            fc.old_text = h.content if h.exists else None
+            new = None
+            if section and text and h.exists and h.content is not None:
+                new = apply_hunks(h.content, section.text)
+                fc.stale = new is None
+            fc.stale = fc.stale or h.exists is False
+            fc.new_text = new
+            self._version(
+                h, FileVersion(seq, t_ns, op, "diff", sid, tcid, True, new, stale=fc.stale)
+            )
+        else:  # unknown operation: kept, and what we knew about the path is no longer sure
+            h.start(None, None)
+            self._version(h, FileVersion(seq, t_ns, "other", "diff", sid, tcid, None, None))
+
+
+def _stale(h: FileHistory, expect_exists: bool, expect: str | None) -> bool:
+    """Does a diff's old side contradict the last known state of the path?"""
+    if h.exists is None:
+        return False
+    if h.exists != expect_exists:
+        return True
+    return expect is not None and h.content is not None and h.content != expect
+
+
+def _match(
+    sections: list[Section], op: str, path: str | None, old_path: str | None
+) -> Section | None:
+    """The patch section for one change: same new path (old path for a delete)."""
+    for s in sections:
+        if op == "delete":
+            hit = path is not None and s.old_path == path
+        elif path is not None:
+            hit = s.new_path == path
+        else:
+            hit = old_path is not None and s.old_path == old_path
+        if hit:
+            return s
+    return None

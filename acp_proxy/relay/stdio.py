@@ -1,0 +1,163 @@
+"""Pump two endpoints with a tap (layer 3).
+
+What belongs here: wiring endpoints together and running a connection's lifecycle. The
+stdio relay wraps an agent process: our stdin goes to the agent's stdin, the agent's stdout
+to our stdout, its stderr to our stderr, each chunk forwarded as it arrives and a copy handed
+to the recorder first (so frames are numbered before they are forwarded, and a response is
+never numbered before its request).
+
+Lifecycle (issue: foundation): the agent's exit code becomes ours (a signal death is 128+N);
+SIGINT, SIGTERM and SIGHUP sent to us are passed to the agent; when the client closes our
+stdin we close the agent's, wait ``grace`` seconds, then send SIGTERM, and SIGKILL after as
+long again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from types import FrameType
+
+from acp_proxy.errors import AgentSpawnError
+from acp_proxy.protocol.frames import Direction
+from acp_proxy.record.writer import CaptureMeta, Tap, Writer
+from acp_proxy.transports.stdio import exit_status, pump, spawn_agent
+
+__all__ = ["DEFAULT_GRACE", "record_stdio"]
+
+DEFAULT_GRACE = 3.0
+_FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def record_stdio(
+    argv: Sequence[str],
+    writer: Writer,
+    *,
+    label: str | None = None,
+    grace: float = DEFAULT_GRACE,
+    stdin_fd: int = 0,
+    stdout_fd: int = 1,
+    stderr_fd: int = 2,
+) -> int:
+    """Run ``argv`` as the agent, relaying and recording; returns the exit code."""
+    meta = CaptureMeta(transport="stdio", agent_command=list(argv), cwd=os.getcwd(), label=label)
+    try:
+        proc = spawn_agent(argv)
+    except AgentSpawnError as e:
+        tap = writer.open_capture(meta)
+        tap.event("spawn_failed", error=str(e))
+        tap.close(exit_code=e.exit_code)
+        raise
+    tap = writer.open_capture(meta)
+    spawned = time.monotonic_ns()
+    tap.update(pid=proc.pid)
+    tap.event("spawn", pid=proc.pid, argv=list(argv))
+    client_eof = threading.Event()
+    restore = _forward_signals(proc, tap)
+    try:
+        threads = _start_pumps(proc, tap, client_eof, stdin_fd, stdout_fd, stderr_fd)
+        returncode = _wait(proc, tap, client_eof, grace)
+        for t in threads[1:]:  # agent stdout and stderr: drain what the agent left
+            t.join(timeout=2.0)
+    finally:
+        restore.close()
+    code, sig = exit_status(returncode)
+    tap.event(
+        "exit",
+        returncode=returncode,
+        exit_code=code,
+        signal=sig,
+        runtime_ms=(time.monotonic_ns() - spawned) / 1e6,
+    )
+    tap.close(exit_code=code, exit_signal=sig)
+    return code
+
+
+def _start_pumps(
+    proc: subprocess.Popen[bytes],
+    tap: Tap,
+    client_eof: threading.Event,
+    stdin_fd: int,
+    stdout_fd: int,
+    stderr_fd: int,
+) -> list[threading.Thread]:
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    agent_in, agent_out, agent_err = proc.stdin, proc.stdout, proc.stderr
+    c2a, a2c = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
+
+    def client_to_agent() -> None:
+        pump(
+            stdin_fd,
+            agent_in.fileno(),
+            lambda d, t: tap.chunk(c2a, d, t),
+            on_write_error=lambda e: tap.event("agent_stdin_closed", error=e.strerror),
+        )
+        tap.end_stream(c2a)
+        tap.event("client_eof")
+        with contextlib.suppress(OSError):
+            agent_in.close()
+        client_eof.set()
+
+    def agent_to_client() -> None:
+        pump(
+            agent_out.fileno(),
+            stdout_fd,
+            lambda d, t: tap.chunk(a2c, d, t),
+            on_write_error=lambda e: tap.event("client_stdout_closed", error=e.strerror),
+        )
+        tap.end_stream(a2c)
+        tap.event("agent_eof")
+
+    def agent_stderr() -> None:
+        pump(agent_err.fileno(), stderr_fd, tap.stderr)
+
+    threads = [
+        threading.Thread(target=fn, name=f"acp-proxy-{fn.__name__}", daemon=True)
+        for fn in (client_to_agent, agent_to_client, agent_stderr)
+    ]
+    for t in threads:
+        t.start()
+    return threads
+
+
+def _wait(
+    proc: subprocess.Popen[bytes], tap: Tap, client_eof: threading.Event, grace: float
+) -> int:
+    """Wait for the agent; after the client's EOF, terminate it once ``grace`` has passed."""
+    deadline: float | None = None
+    stage = 0
+    while True:
+        try:
+            return proc.wait(timeout=0.05 if deadline is None else 0.02)
+        except subprocess.TimeoutExpired:
+            pass
+        if client_eof.is_set() and deadline is None:
+            deadline = time.monotonic() + grace
+        if deadline is not None and time.monotonic() >= deadline:
+            sig = signal.SIGTERM if stage == 0 else signal.SIGKILL
+            tap.event("terminate", signal=sig.name, reason="client closed stdin")
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(sig)
+            stage += 1
+            deadline = time.monotonic() + max(grace, 0.5) if stage == 1 else float("inf")
+
+
+def _forward_signals(proc: subprocess.Popen[bytes], tap: Tap) -> contextlib.ExitStack:
+    stack = contextlib.ExitStack()
+    if threading.current_thread() is not threading.main_thread():
+        return stack
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        tap.event("signal", signal=signal.Signals(signum).name, forwarded_to=proc.pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signum)
+
+    for s in _FORWARDED_SIGNALS:
+        previous = signal.signal(s, forward)
+        stack.callback(signal.signal, s, previous)
+    return stack

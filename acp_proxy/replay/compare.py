@@ -1,0 +1,304 @@
+"""Comparing two runs of a session (pure, sans-I/O): what ``replay client`` reports.
+
+What belongs here: folding a run's messages into the facts a regression gate cares about,
+and listing how two runs differ. A run is summarised per *turn* (one per
+``session/prompt``; in v1 the turn ends with the prompt's answer, in v2 with
+``state_update`` idle, PROTOCOL.md §6.2, so a turn here is everything the agent sends for a
+session from one prompt to the next):
+
+- the agent's messages per turn: update kinds, requests and answers in order (runs of the
+  same ``*_chunk`` kind count as one: agents chunk text differently from run to run);
+- tool calls (in order of appearance; ids are random per run and not compared): title,
+  kind, the statuses they went through;
+- stop reasons (v1 prompt answer, v2 idle ``state_update``), errors (both directions);
+- files written (``fs/write_text_file``, v1 ``diff`` content, v2 diff ``changes``).
+
+Values can be masked before summarising with ``ignore`` paths into the messages
+(``params.update.title``, ``params.content``, ``*`` for any key or index).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_proxy.protocol.frames import Direction
+from acp_proxy.protocol.jsonrpc import Kind
+from acp_proxy.replay.match import Mapper, Message, dump, session_of
+
+__all__ = ["Divergence", "RunSummary", "Turn", "compare", "parse_ignore", "summarise_run"]
+
+A2C = Direction.AGENT_TO_CLIENT
+
+
+@dataclass(slots=True)
+class ToolCall:
+    title: str | None = None
+    kind: str | None = None
+    statuses: list[str] = field(default_factory=list)
+    turn: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "kind": self.kind, "statuses": self.statuses}
+
+
+@dataclass(slots=True)
+class Turn:
+    label: str
+    events: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    stop_reason: str | None = None
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "events": self.events,
+            "tool_calls": [t.to_json() for t in self.tool_calls],
+            "stop_reason": self.stop_reason,
+            "errors": self.errors,
+        }
+
+
+@dataclass(slots=True)
+class RunSummary:
+    setup: Turn = field(default_factory=lambda: Turn("setup"))
+    turns: list[Turn] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "setup": self.setup.to_json(),
+            "turns": [t.to_json() for t in self.turns],
+            "files": self.files,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    where: str
+    what: str
+    recorded: Any
+    replayed: Any
+
+    def __str__(self) -> str:
+        was, now = _show(self.recorded), _show(self.replayed)
+        return f"{self.where} · {self.what}: recorded {was}; replayed {now}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "where": self.where,
+            "what": self.what,
+            "recorded": self.recorded,
+            "replayed": self.replayed,
+        }
+
+
+def _show(v: Any) -> str:
+    if v is None:
+        return "nothing"
+    if isinstance(v, list):
+        return " → ".join(map(str, v)) if v else "nothing"
+    if isinstance(v, str) and "\n" not in v:
+        return v if len(v) <= 80 else v[:79] + "…"
+    text = dump(v).decode("utf-8", "replace")
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+def parse_ignore(paths: Iterable[str]) -> list[tuple[str, ...]]:
+    """``params.update.title`` → ``("params", "update", "title")``; a leading ``$.`` is fine."""
+    out = []
+    for p in paths:
+        p = p.removeprefix("$.").removeprefix("$")
+        out.append(tuple(part for part in p.replace("[", ".").replace("]", "").split(".") if part))
+    return out
+
+
+def _strip(value: Any, patterns: Sequence[tuple[str, ...]], path: tuple[str, ...] = ()) -> Any:
+    if not patterns:
+        return value
+    if isinstance(value, dict):
+        return {
+            k: _strip(v, patterns, (*path, k))
+            for k, v in value.items()
+            if not _hit((*path, k), patterns)
+        }
+    if isinstance(value, list):
+        return [
+            _strip(v, patterns, (*path, str(i)))
+            for i, v in enumerate(value)
+            if not _hit((*path, str(i)), patterns)
+        ]
+    return value
+
+
+def _hit(path: tuple[str, ...], patterns: Sequence[tuple[str, ...]]) -> bool:
+    return any(
+        len(p) == len(path) and all(a in ("*", b) for a, b in zip(p, path, strict=True))
+        for p in patterns
+    )
+
+
+def summarise_run(
+    messages: Sequence[Message],
+    *,
+    ignore: Sequence[tuple[str, ...]] = (),
+    mapper: Mapper | None = None,
+) -> RunSummary:
+    """Fold a run into a :class:`RunSummary`. ``mapper`` brings a replayed run's paths back
+    to the recording's terms (``to_recorded``)."""
+    by_seq = {m.seq: m for m in messages}
+    run = RunSummary()
+    current: dict[str, Turn] = {}  # session → its turn in progress
+    prompt_session: dict[int, str] = {}
+    tools: dict[str, ToolCall] = {}
+    sessions: dict[str, int] = {}
+
+    def value_of(m: Message) -> Any:
+        v = _strip(m.value, ignore)
+        return mapper.to_recorded(v) if mapper is not None else v
+
+    for m in messages:
+        v = value_of(m)
+        if not isinstance(v, dict):
+            continue
+        raw_params = v.get("params")
+        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
+        if m.direction is not A2C:
+            if m.kind == Kind.REQUEST and m.method == "session/prompt":
+                sid = str(params.get("sessionId"))
+                n = sessions.setdefault(sid, len(sessions) + 1)
+                turn = Turn(f"turn {len(run.turns) + 1} (session {n})")
+                run.turns.append(turn)
+                current[sid] = turn
+                prompt_session[m.seq] = sid
+            elif m.kind == Kind.ERROR:
+                asked = by_seq.get(m.partner) if m.partner is not None else None
+                turn = _turn_of(asked, current, run) if asked else run.setup
+                turn.errors.append(f"client answered {m.method} with {_error_text(v)}")
+            continue
+        turn = _turn_of(m, current, run, by_seq)
+        if m.kind == Kind.NOTIFICATION:
+            update = params.get("update")
+            if m.method == "session/update" and isinstance(update, dict):
+                kind = str(update.get("sessionUpdate"))
+                _event(turn, kind)
+                _tool(update, kind, tools, turn)
+                _files(update, run)
+                if kind == "state_update" and update.get("state") == "idle":
+                    reason = update.get("stopReason")
+                    turn.stop_reason = str(reason) if reason is not None else None
+            else:
+                _event(turn, str(m.method))
+        elif m.kind == Kind.REQUEST:
+            _event(turn, f"asks {m.method}")
+            if m.method == "fs/write_text_file":
+                run.files[str(params.get("path"))] = str(params.get("content"))
+        elif m.kind == Kind.RESPONSE:
+            result = v.get("result")
+            _event(turn, f"answers {m.method}")
+            if m.method == "session/prompt" and isinstance(result, dict) and "stopReason" in result:
+                turn.stop_reason = str(result["stopReason"])
+        elif m.kind == Kind.ERROR:
+            _event(turn, f"fails {m.method}")
+            turn.errors.append(f"{m.method} failed with {_error_text(v)}")
+    return run
+
+
+def _turn_of(
+    m: Message,
+    current: dict[str, Turn],
+    run: RunSummary,
+    by_seq: dict[int, Message] | None = None,
+) -> Turn:
+    sid = session_of(m, by_seq)
+    return current.get(sid, run.setup) if sid is not None else run.setup
+
+
+def _event(turn: Turn, name: str) -> None:
+    if name.endswith("_chunk") and turn.events and turn.events[-1] == name:
+        return
+    turn.events.append(name)
+
+
+def _tool(update: dict[str, Any], kind: str, tools: dict[str, ToolCall], turn: Turn) -> None:
+    if kind not in ("tool_call", "tool_call_update"):
+        return
+    tid = str(update.get("toolCallId"))
+    call = tools.get(tid)
+    if call is None:
+        call = tools[tid] = ToolCall()
+        turn.tool_calls.append(call)
+    if isinstance(update.get("title"), str):
+        call.title = update["title"]
+    if isinstance(update.get("kind"), str):
+        call.kind = update["kind"]
+    status = update.get("status")
+    if kind == "tool_call" and status is None:
+        status = "pending"  # the v1 default (PROTOCOL.md §5.1)
+    if isinstance(status, str) and (not call.statuses or call.statuses[-1] != status):
+        call.statuses.append(status)
+
+
+def _files(update: dict[str, Any], run: RunSummary) -> None:
+    content = update.get("content")
+    items = content if isinstance(content, list) else [content]
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "content" and isinstance(item.get("content"), dict):
+            item = item["content"]
+        if item.get("type") != "diff":
+            continue
+        if isinstance(item.get("path"), str):  # v1 (§6.3)
+            run.files[item["path"]] = str(item.get("newText"))
+        for change in item.get("changes") or []:  # v2
+            if isinstance(change, dict) and isinstance(change.get("path"), str):
+                run.files.setdefault(change["path"], f"<{change.get('operation')}>")
+
+
+def _error_text(v: dict[str, Any]) -> str:
+    e = v.get("error")
+    text = f"{e.get('code')} {e.get('message')}" if isinstance(e, dict) else str(e)
+    return text if len(text) <= 72 else text[:71] + "…"
+
+
+def compare(recorded: RunSummary, replayed: RunSummary) -> list[Divergence]:
+    """How ``replayed`` differs from ``recorded``, facet by facet, most telling first."""
+    out: list[Divergence] = []
+    if len(recorded.turns) != len(replayed.turns):
+        out.append(Divergence("run", "number of turns", len(recorded.turns), len(replayed.turns)))
+    pairs = [(recorded.setup, replayed.setup), *zip(recorded.turns, replayed.turns, strict=False)]
+    for a, b in pairs:
+        where = a.label
+        if a.stop_reason != b.stop_reason:
+            out.append(Divergence(where, "stop reason", a.stop_reason, b.stop_reason))
+        for i in range(max(len(a.tool_calls), len(b.tool_calls))):
+            ta = a.tool_calls[i] if i < len(a.tool_calls) else None
+            tb = b.tool_calls[i] if i < len(b.tool_calls) else None
+            name = f"tool call {i + 1} {((ta or tb) or ToolCall()).title!r}"
+            if ta is None or tb is None:
+                out.append(Divergence(where, name, ta and ta.to_json(), tb and tb.to_json()))
+                continue
+            if ta.statuses != tb.statuses:
+                out.append(Divergence(where, f"{name} statuses", ta.statuses, tb.statuses))
+            if ta.title != tb.title:
+                out.append(Divergence(where, f"tool call {i + 1} title", ta.title, tb.title))
+            if ta.kind != tb.kind:
+                out.append(Divergence(where, f"{name} kind", ta.kind, tb.kind))
+        if a.errors != b.errors:
+            out.append(Divergence(where, "errors", a.errors, b.errors))
+        matcher = difflib.SequenceMatcher(a=a.events, b=b.events, autojunk=False)
+        for op, i1, i2, j1, j2 in matcher.get_opcodes():
+            if op != "equal":
+                at = f"messages {i1 + 1}–{i2}" if i2 > i1 + 1 else f"message {i1 + 1}"
+                if i2 == i1:
+                    at = f"after message {i1}"
+                out.append(Divergence(where, at, a.events[i1:i2], b.events[j1:j2]))
+    for path in sorted(set(recorded.files) | set(replayed.files)):
+        fa, fb = recorded.files.get(path), replayed.files.get(path)
+        if fa != fb:
+            out.append(Divergence("files", f"written {path}", fa, fb))
+    return out

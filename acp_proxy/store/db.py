@@ -1,0 +1,127 @@
+"""Where the recordings database lives and how it is opened (layer 2).
+
+What belongs here: the default path, opening a database safely (0600, WAL, busy timeout)
+and the numbered migrations of ``schema.sql``. Reading is :mod:`acp_proxy.store.reader`;
+writing frames is the recorder's job (:mod:`acp_proxy.record`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sqlite3
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+
+from acp_proxy.errors import SchemaError, StoreError
+
+__all__ = ["BUSY_TIMEOUT_MS", "connect", "default_db_path", "migrate", "schema_migrations"]
+
+BUSY_TIMEOUT_MS = int(os.environ.get("ACP_PROXY_BUSY_TIMEOUT_MS", "10000"))
+
+
+def default_db_path() -> Path:
+    """``$ACP_PROXY_DB``, else ``$XDG_STATE_HOME/acp-proxy/recordings.sqlite``."""
+    env = os.environ.get("ACP_PROXY_DB")
+    if env:
+        return Path(env).expanduser()
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(state) / "acp-proxy" / "recordings.sqlite"
+
+
+def schema_migrations() -> list[tuple[int, str]]:
+    """The numbered migrations of ``schema.sql``, in order."""
+    text = resources.files("acp_proxy.store").joinpath("schema.sql").read_text(encoding="utf-8")
+    parts = re.split(r"^-- migration: (\d+)\s*$", text, flags=re.MULTILINE)
+    return [(int(parts[i]), parts[i + 1]) for i in range(1, len(parts), 2)]
+
+
+def connect(path: Path, *, create: bool = True, readonly: bool = False) -> sqlite3.Connection:
+    """Open ``path`` with the settings every connection shares.
+
+    A new file is created with mode 0600 (recordings hold secrets; DESIGN.md principle 6)
+    in a directory created 0700.
+    """
+    path = Path(path)
+    if readonly:
+        if not path.exists():
+            raise StoreError(f"no recordings database at {path}")
+        try:
+            conn = sqlite3.connect(
+                f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
+            )
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1")
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot read recordings database {path}: {e}") from e
+        return conn
+    if create and not path.exists():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+            os.close(fd)
+        except OSError as e:
+            raise StoreError(f"cannot create recordings database {path}: {e.strerror}") from e
+    try:
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+        if mode != "wal":
+            # a read-only file keeps its mode; writes will fail and spill
+            with contextlib.suppress(sqlite3.OperationalError):
+                conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    except sqlite3.Error as e:
+        raise StoreError(f"cannot open recordings database {path}: {e}") from e
+    return conn
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the schema up to date; returns the version reached."""
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied_at TEXT)"
+        )
+        row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    except sqlite3.DatabaseError as e:
+        raise StoreError(f"not a recordings database: {e}") from e
+    current = row[0] or 0
+    migrations = schema_migrations()
+    latest = migrations[-1][0]
+    if current > latest:
+        raise SchemaError(
+            f"database schema version {current} is newer than this acp-proxy knows ({latest})"
+        )
+    for number, sql in migrations:
+        if number <= current:
+            continue
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            again = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()[0] or 0
+            if again < number:  # another process may have migrated meanwhile
+                for statement in _statements(sql):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_version VALUES (?, strftime('%Y-%m-%dT%H:%M:%fZ'))",
+                    (number,),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return latest
+
+
+def _statements(sql: str) -> Iterator[str]:
+    buf = ""
+    for line in sql.splitlines(keepends=True):
+        if line.lstrip().startswith("--") and not buf.strip():
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            yield buf
+            buf = ""

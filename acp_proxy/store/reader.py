@@ -1,0 +1,218 @@
+"""Read recordings (layer 2): captures, frames, stderr and events.
+
+What belongs here: the read queries the commands and views use, and :class:`StoredFrame`
+(a frame with the fields derived from it). Safe while recorders write (WAL); never on the
+forwarding path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from acp_proxy.errors import StoreError, UsageError
+from acp_proxy.protocol.frames import Direction, Frame, Opcode
+from acp_proxy.store.db import connect, default_db_path, migrate
+
+__all__ = ["Store", "StoredFrame", "default_db_path"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredFrame:
+    """A frame read back, with the derived fields stored beside it."""
+
+    capture_id: int
+    frame: Frame
+    size: int
+    kind: str
+    method: str | None
+    msg_id: str | None
+    session_id: str | None
+    update_kind: str | None
+    tool_call_id: str | None
+    terminal_id: str | None
+    error_code: int | None
+    anomalies: tuple[str, ...]
+    request_seq: int | None
+    latency_ns: int | None
+    rowid: int
+
+    @property
+    def seq(self) -> int:
+        return self.frame.seq
+
+    @property
+    def direction(self) -> Direction:
+        return self.frame.direction
+
+    @property
+    def raw(self) -> bytes:
+        return self.frame.raw
+
+    @property
+    def opcode_text(self) -> str | None:
+        return self.frame.opcode.value if self.frame.opcode else None
+
+
+_FRAME_COLUMNS = (
+    "capture_id, seq, direction, t_ns, raw, terminated, opcode, size, kind, method, msg_id, "
+    "session_id, update_kind, tool_call_id, terminal_id, error_code, anomalies, request_seq, "
+    "latency_ns, id"
+)
+
+
+def _stored(row: tuple[Any, ...]) -> StoredFrame:
+    return StoredFrame(
+        capture_id=row[0],
+        frame=Frame(
+            seq=row[1],
+            direction=Direction(row[2]),
+            t_ns=row[3],
+            raw=bytes(row[4]),
+            terminated=bool(row[5]),
+            opcode=Opcode(row[6]) if row[6] else None,
+        ),
+        size=row[7],
+        kind=row[8],
+        method=row[9],
+        msg_id=row[10],
+        session_id=row[11],
+        update_kind=row[12],
+        tool_call_id=row[13],
+        terminal_id=row[14],
+        error_code=row[15],
+        anomalies=tuple(row[16].split(",")) if row[16] else (),
+        request_seq=row[17],
+        latency_ns=row[18],
+        rowid=row[19],
+    )
+
+
+class Store:
+    """Read access to a recordings database. Safe while recorders write to it (WAL)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        if not self.path.exists():
+            raise StoreError(f"no recordings database at {self.path} (record something first)")
+        self.conn = connect(self.path, create=False)
+        with contextlib.suppress(sqlite3.OperationalError):  # read-only: read what is there
+            migrate(self.conn)
+        import sqlite_utils  # only the read side needs it
+
+        self.db = sqlite_utils.Database(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def captures(self, limit: int | None = None) -> list[dict[str, Any]]:
+        sql = "SELECT * FROM captures ORDER BY id DESC"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        rows = list(self.db.query(sql))
+        rows.reverse()
+        return rows
+
+    def capture(self, ref: str | int | None) -> dict[str, Any]:
+        """A capture by id, by uid prefix, or the latest when ``ref`` is None."""
+        if ref is None or ref == "latest":
+            rows = list(self.db.query("SELECT * FROM captures ORDER BY id DESC LIMIT 1"))
+            if not rows:
+                raise UsageError(f"no captures in {self.path}")
+            return rows[0]
+        text = str(ref)
+        if text.lstrip("-").isdigit():
+            n = int(text)
+            if n < 0:  # -1 = latest, -2 = the one before
+                rows = list(
+                    self.db.query(
+                        "SELECT * FROM captures ORDER BY id DESC LIMIT 1 OFFSET ?", [-n - 1]
+                    )
+                )
+            else:
+                rows = list(self.db.query("SELECT * FROM captures WHERE id = ?", [n]))
+        else:
+            rows = list(
+                self.db.query("SELECT * FROM captures WHERE uid LIKE ? LIMIT 2", [text + "%"])
+            )
+            if len(rows) > 1:
+                raise UsageError(f"capture {text!r} is ambiguous")
+        if not rows:
+            raise UsageError(f"no capture {text!r} in {self.path}")
+        return rows[0]
+
+    def frames(
+        self,
+        capture_id: int,
+        *,
+        after_seq: int = -1,
+        upto_seq: int | None = None,
+        limit: int | None = None,
+    ) -> Iterator[StoredFrame]:
+        sql = f"SELECT {_FRAME_COLUMNS} FROM messages WHERE capture_id = ? AND seq > ?"
+        args: list[Any] = [capture_id, after_seq]
+        if upto_seq is not None:
+            sql += " AND seq <= ?"
+            args.append(upto_seq)
+        sql += " ORDER BY seq"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        for row in self.conn.execute(sql, args):
+            yield _stored(row)
+
+    def frames_after_rowid(self, rowid: int, capture_id: int | None = None) -> list[StoredFrame]:
+        """Frames inserted after ``rowid`` (any capture unless given), for ``tail -f``."""
+        sql = f"SELECT {_FRAME_COLUMNS} FROM messages WHERE id > ?"
+        args: list[Any] = [rowid]
+        if capture_id is not None:
+            sql += " AND capture_id = ?"
+            args.append(capture_id)
+        sql += " ORDER BY id LIMIT 5000"
+        return [_stored(r) for r in self.conn.execute(sql, args)]
+
+    def last_frames(self, n: int, capture_id: int | None = None) -> list[StoredFrame]:
+        """The ``n`` most recently inserted frames (of one capture unless None), oldest first."""
+        sql = f"SELECT {_FRAME_COLUMNS} FROM messages"
+        args: list[Any] = []
+        if capture_id is not None:
+            sql += " WHERE capture_id = ?"
+            args.append(capture_id)
+        sql += " ORDER BY id DESC LIMIT ?"
+        args.append(n)
+        return [_stored(r) for r in reversed(self.conn.execute(sql, args).fetchall())]
+
+    def max_rowid(self) -> int:
+        return int(self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
+
+    def stderr(self, capture_id: int) -> list[tuple[int, bytes]]:
+        return [
+            (t, bytes(d))
+            for t, d in self.conn.execute(
+                "SELECT t_ns, data FROM stderr WHERE capture_id = ? ORDER BY id", [capture_id]
+            )
+        ]
+
+    def events(self, capture_id: int) -> list[dict[str, Any]]:
+        return list(
+            self.db.query(
+                "SELECT t_ns, kind, detail FROM events WHERE capture_id = ? ORDER BY id",
+                [capture_id],
+            )
+        )
+
+    def stream_bytes(self, capture_id: int, direction: Direction) -> bytes:
+        """The exact bytes of one direction, frames joined with their terminators."""
+        out = bytearray()
+        for raw, terminated in self.conn.execute(
+            "SELECT raw, terminated FROM messages WHERE capture_id = ? AND direction = ? "
+            "ORDER BY seq",
+            [capture_id, direction.value],
+        ):
+            out += raw
+            if terminated:
+                out += b"\n"
+        return bytes(out)

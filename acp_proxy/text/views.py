@@ -1,0 +1,253 @@
+"""Readable text for the reconstruction views (layer 4).
+
+What belongs here: turning a :class:`~acp_proxy.reconstruct.Reconstruction` into short lines for
+``acp-proxy tools``, ``terminals``, ``diffs`` and the ``show`` views (turns, tools,
+permissions). The JSON forms live in :mod:`acp_proxy.reconstruct.views`; this module only
+formats, it never decides what happened.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from acp_proxy.reconstruct import Reconstruction
+from acp_proxy.reconstruct.views import permission_json, turn_json
+
+__all__ = [
+    "diffs_lines",
+    "files_lines",
+    "permissions_lines",
+    "sessions_lines",
+    "terminals_lines",
+    "tools_lines",
+    "turns_lines",
+]
+
+
+def _ms(t_ns: int | None) -> str:
+    return "?" if t_ns is None else f"{t_ns / 1e6:.1f}ms"
+
+
+def _short(value: Any, width: int = 70) -> str:
+    text = value if isinstance(value, str) else orjson.dumps(value).decode()
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _content_label(item: Any) -> str:
+    if not isinstance(item, dict):
+        return "?"
+    t = item.get("type")
+    if t == "terminal":
+        return f"terminal {item.get('terminalId')}"
+    if t == "diff":
+        if "changes" in item:
+            ops = [
+                f"{c.get('operation')} {c.get('path', '')}".strip()
+                for c in item.get("changes") or []
+                if isinstance(c, dict)
+            ]
+            return "diff " + ", ".join(ops)
+        return f"diff {item.get('path')}"
+    if t == "content":
+        c = item.get("content")
+        if isinstance(c, dict) and c.get("type") == "text":
+            return "text " + repr(_short(str(c.get("text", "")), 50))
+        return f"content <{c.get('type') if isinstance(c, dict) else '?'}>"
+    return f"<{t}> " + _short(item, 50)  # unknown content, shown generically (§7.2)
+
+
+def tools_lines(r: Reconstruction) -> Iterator[str]:
+    if not r.tool_calls:
+        yield "no tool calls"
+        return
+    for tc in r.tool_calls.values():
+        ended = tc.ended_t_ns
+        took = f"{(ended - tc.first_t_ns) / 1e6:.1f} ms" if ended is not None else "not finished"
+        title = repr(tc.title) if tc.title is not None else "(no title)"
+        yield f"{tc.tool_call_id}  {tc.kind}  {tc.status}  {title}  {took}  #{tc.first_seq}"
+        history = " → ".join(f"{c.status}@{_ms(c.t_ns)}" for c in tc.status_history)
+        if history:
+            yield f"    status   {history}"
+        if tc.name:
+            yield f"    name     {tc.name}"
+        for item in tc.content:
+            yield f"    content  {_content_label(item)}"
+        for loc in tc.location_history:
+            where = f"{loc.path}:{loc.line}" if loc.line is not None else str(loc.path)
+            yield f"    location {where}  @{_ms(loc.t_ns)}"
+        if tc.raw_input is not None:
+            yield f"    input    {_short(tc.raw_input)}"
+        if tc.raw_output is not None:
+            yield f"    output   {_short(tc.raw_output)}"
+        if tc.capabilities is not None:
+            yield f"    can      {_short(tc.capabilities)}"
+        if tc.meta:
+            yield f"    _meta    {_short(tc.meta)}"
+        for a in tc.anomalies:
+            yield f"    !{a}"
+
+
+def terminals_lines(r: Reconstruction) -> Iterator[str]:
+    if not r.terminals:
+        yield "no terminals"
+        return
+    for t in r.terminals.values():
+        cmd = " ".join([t.command or "?", *(shlex.quote(str(a)) for a in t.args)])
+        es = t.exit_status
+        if es is None:
+            status = "running" if not t.released else "released"
+        elif es.get("signal"):
+            status = f"killed by {es.get('signal')}"
+        else:
+            status = f"exit {es.get('exitCode')}"
+        owner = "agent-owned" if t.owner == "agent" else "client-owned"
+        yield f"terminal {t.terminal_id}  ({owner}, session {t.session_id})  {status}"
+        yield f"    $ {_short(cmd, 100)}"
+        if t.cwd:
+            yield f"    cwd {t.cwd}"
+        if t.tool_call_ids:
+            yield f"    tool calls {', '.join(t.tool_call_ids)}"
+        extra = []
+        if t.truncated:
+            extra.append("output truncated by the client")
+        if t.size:
+            extra.append(f"size {t.size.get('cols')}x{t.size.get('rows')}")
+        extra.append(f"{len(t.output)} bytes")
+        yield "    " + ", ".join(extra)
+        for line in t.screen():
+            yield f"    │ {line}"
+
+
+def diffs_lines(r: Reconstruction) -> Iterator[str]:
+    if not r.files.changes:
+        yield "no file changes"
+        return
+    for c in r.files.changes:
+        where = f"{c.old_path} → {c.path}" if c.old_path else str(c.path)
+        flags = []
+        if c.stale:
+            flags.append("STALE: old text differs from the last known content")
+        if c.ok is False:
+            flags.append("write refused by the client")
+        by = f"tool call {c.tool_call_id}" if c.tool_call_id else c.source
+        kind = f" {c.file_type}" if c.file_type and c.file_type != "text" else ""
+        yield f"#{c.seq} {c.operation}{kind} {where}  ({by})" + "".join(f"  !{f}" for f in flags)
+        if c.patch:
+            for line in c.patch.splitlines():
+                yield f"    {line}"
+        else:
+            yield "    (no patch text)"
+
+
+def turns_lines(r: Reconstruction) -> Iterator[str]:
+    if not r.turns:
+        yield "no turns"
+    for turn in r.turns:
+        t = turn_json(r, turn)
+        end = t["stopReason"] or ("error" if t["error"] else "still open")
+        dur = f"{t['durationMs']:.1f} ms" if t["durationMs"] is not None else "-"
+        yield f"turn {t['index']}  #{t['seq']}  {t['sessionId']}  {end}  {dur}"
+        yield f"    prompt  {_short(t['prompt'])!r}"
+        first = t["timeToFirstOutputMs"]
+        yield (
+            f"    first output {first if first is not None else '-'} ms, tools "
+            f"{t['toolTimeMs']} ms, permission wait {t['permissionWaitMs']} ms, "
+            f"{t['updates']} updates"
+        )
+        if t["cancelSeq"] is not None:
+            yield f"    cancelled at #{t['cancelSeq']}, stopped {t['cancelToStopMs']} ms later"
+        if t["toolCallIds"]:
+            yield f"    tool calls {', '.join(t['toolCallIds'])}"
+        if t["agentText"]:
+            yield f"    agent   {_short(t['agentText'], 90)!r}"
+
+
+def permissions_lines(r: Reconstruction) -> Iterator[str]:
+    if not r.permissions:
+        yield "no permission requests"
+    for p in r.permissions:
+        j = permission_json(p)
+        if j["answeredSeq"] is None:
+            answer = "unanswered"
+        elif j["error"] is not None:
+            answer = f"error {j['error'].get('code') if isinstance(j['error'], dict) else ''}"
+        elif j["outcome"] == "selected":
+            answer = f"selected {j['optionId']} ({j['optionKind']})"
+        else:
+            answer = str(j["outcome"])
+        verdict = {True: "approved", False: "not approved", None: "pending"}[j["approved"]]
+        wait = f"{j['waitMs']} ms" if j["waitMs"] is not None else "-"
+        yield f"#{j['seq']} {j['title']!r}  {answer}  {verdict}  waited {wait}"
+        opts = ", ".join(
+            f"{o.get('optionId')}:{o.get('kind')}" for o in j["options"] if isinstance(o, dict)
+        )
+        yield f"    options {opts}"
+        if j["toolCallId"]:
+            yield f"    tool call {j['toolCallId']}"
+        if isinstance(j["subject"], dict):
+            yield f"    subject {_short(j['subject'])}"
+
+
+def sessions_lines(r: Reconstruction) -> Iterator[str]:
+    if r.protocol_version is not None:
+        yield f"ACP protocol v{r.protocol_version}"
+    if not r.sessions:
+        yield "no sessions"
+    for s in r.sessions.values():
+        yield f"session {s.session_id}  cwd {s.cwd or '?'}" + (
+            f"  title {s.title!r}" if s.title else ""
+        )
+        for c in s.mode_history:
+            yield f"    mode    {c.value}  ({c.source}, #{c.seq})"
+        for c in s.config_history:
+            values = [
+                f"{o.get('id')}={o.get('currentValue')}" for o in c.value if isinstance(o, dict)
+            ]
+            yield f"    config  {', '.join(values)}  ({c.source}, #{c.seq})"
+        if s.plan is not None:
+            yield f"    plan    {len(s.plan)} entries"
+            for e in s.plan:
+                if isinstance(e, dict):
+                    yield f"      [{e.get('status')}] {e.get('content')} ({e.get('priority')})"
+        for pid, plan in s.plans.items():
+            yield f"    plan {pid}  {_short(plan)}"
+        if s.usage is not None:
+            yield f"    usage   {_short(s.usage)}"
+        if s.state is not None:
+            yield f"    state   {s.state}"
+        for kind, n in s.unknown_updates.items():
+            yield f"    update  {kind} ×{n} (not understood, kept)"
+
+
+def _state(exists: bool | None, content: str | None) -> str:
+    if exists is None:
+        return "unknown"
+    if not exists:
+        return "absent"
+    if content is None:
+        return "exists, content unknown"
+    return f"{len(content)} chars, {content.count(chr(10))} lines"
+
+
+def files_lines(r: Reconstruction) -> Iterator[str]:
+    if not r.files.paths:
+        yield "no files"
+    for h in r.files.paths.values():
+        yield h.path
+        yield f"    start   {_state(h.start_exists, h.start_content)}"
+        for v in h.versions:
+            flags = "".join(
+                f"  !{name}" for name, on in (("stale", v.stale), ("diverged", v.diverged)) if on
+            )
+            part = " (part)" if v.partial else ""
+            by = f" by {v.tool_call_id}" if v.tool_call_id else ""
+            yield (
+                f"    #{v.seq:<5} {v.operation:<9} {v.source}{by}{part}  → "
+                f"{_state(v.exists, v.content)}{flags}"
+            )
+        yield f"    now     {_state(h.exists, h.content)}"

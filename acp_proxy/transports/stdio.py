@@ -1,0 +1,96 @@
+"""stdio endpoints: spawning the agent and moving bytes between pipes (layer 2).
+
+What belongs here: starting the agent process the way a shell would (and failing the way a
+shell does: 127 when the command is missing, 126 when it cannot be executed), and the pump
+that copies a file descriptor to another chunk by chunk as the bytes arrive. A pump hands a
+copy of each chunk to a callback before writing it on; it never parses or waits for a newline.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+
+from acp_proxy.errors import AgentSpawnError
+
+__all__ = ["CHUNK", "exit_status", "pump", "spawn_agent", "write_all"]
+
+CHUNK = 1 << 20
+
+
+def spawn_agent(argv: Sequence[str], *, cwd: str | None = None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` with piped stdin, stdout and stderr."""
+    if not argv:
+        raise AgentSpawnError("no agent command given (usage: acp-proxy record -- CMD ...)", 2)
+    program = argv[0]
+    if os.sep not in program and shutil.which(program) is None:
+        raise AgentSpawnError(f"agent command not found: {program}", 127)
+    try:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+            cwd=cwd,
+            start_new_session=False,
+        )
+    except FileNotFoundError as e:
+        raise AgentSpawnError(f"agent command not found: {program}", 127) from e
+    except PermissionError as e:
+        raise AgentSpawnError(
+            f"agent command cannot be executed: {program}: {e.strerror}", 126
+        ) from e
+    except OSError as e:
+        code = 126 if e.errno in (errno.ENOEXEC, errno.EACCES, errno.EISDIR) else 127
+        raise AgentSpawnError(f"cannot start agent {program}: {e.strerror}", code) from e
+
+
+def exit_status(returncode: int) -> tuple[int, int | None]:
+    """(exit code as a shell reports it, signal number or None)."""
+    if returncode < 0:
+        return 128 - returncode, -returncode
+    return returncode, None
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def pump(
+    src: int,
+    dst: int,
+    tap: Callable[[bytes, int], None],
+    *,
+    on_write_error: Callable[[OSError], None] | None = None,
+) -> None:
+    """Copy ``src`` to ``dst`` until EOF, calling ``tap(chunk, t_ns)`` before each write.
+
+    When ``dst`` fails (the reader went away) the pump keeps reading and recording, so the
+    sender is not blocked and nothing it sent goes unrecorded.
+    """
+    writable = True
+    while True:
+        try:
+            data = os.read(src, CHUNK)
+        except InterruptedError:  # pragma: no cover - PEP 475 retries for us
+            continue
+        except OSError:
+            return
+        if not data:
+            return
+        tap(data, time.monotonic_ns())
+        if writable:
+            try:
+                write_all(dst, data)
+            except OSError as e:
+                writable = False
+                if on_write_error is not None:
+                    on_write_error(e)
