@@ -57,3 +57,27 @@ def _no_env_db(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("ACP_PROXY_DB", str(tmp_path / "default.sqlite"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     os.environ.pop("PYTHONSTARTUP", None)
+
+
+def recorder_processes(db: Path) -> list[int]:
+    """Pids of recorder processes writing ``db``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"acp_proxy.record.child" in cmd and str(db).encode() in cmd:
+            pids.append(int(entry.name))
+    return pids
+
+
+def wait_recorded(db: Path, timeout: float = 120) -> None:
+    """Wait until no recorder is writing ``db`` any more (they finish after the relay)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while recorder_processes(db):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"a recorder of {db} is still running after {timeout} s")
+        time.sleep(0.05)

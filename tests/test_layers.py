@@ -21,6 +21,7 @@ LAYERS = {
     "replay.client": 1,
     "replay.compare": 1,
     "record.core": 1,
+    "record.rows": 1,
     "record.wire": 1,
     "store": 2,
     "transports": 2,
@@ -43,6 +44,7 @@ PURE = (
     "replay.client",
     "replay.compare",
     "record.core",
+    "record.rows",
     "record.wire",
 )
 IO_MODULES = {

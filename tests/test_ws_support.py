@@ -16,7 +16,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
 from websockets.exceptions import ConnectionClosed
 
-from acp_proxy.record.writer import Writer
+from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay.listener import Admission, ServeConfig, serve
 from acp_proxy.transports.websocket import WsSettings
 
@@ -91,14 +91,14 @@ def _last_was_text(ws: ServerConnection) -> bool:
 class Proxy:
     url: str
     db: Path
-    writer: Writer
+    writer: RecorderLink
     stop: asyncio.Event
     task: asyncio.Task[None]
 
     async def close(self) -> None:
         self.stop.set()
         await self.task
-        await asyncio.to_thread(self.writer.close)
+        await asyncio.to_thread(self.writer.close, 60)
 
 
 @contextlib.asynccontextmanager
@@ -113,7 +113,7 @@ async def running_proxy(
     keep_secrets: bool = False,
     grace: float = 1.0,
 ) -> AsyncIterator[Proxy]:
-    writer = Writer(db)
+    writer = RecorderLink(db)
     stop = asyncio.Event()
     urls: list[str] = []
     config = ServeConfig(

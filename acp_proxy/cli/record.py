@@ -61,7 +61,8 @@ def record(
     Nothing is written to stdout but the agent's own bytes; the agent's exit code becomes
     ours (128+N when it dies of signal N).
     """
-    from acp_proxy.record.writer import Writer, tune_relay_process
+    from acp_proxy.record.link import RecorderLink
+    from acp_proxy.relay import tune_relay_process
     from acp_proxy.relay.stdio import record_stdio
 
     argv = list(command)
@@ -82,7 +83,7 @@ def record(
     if grace < 0:
         fail("--grace must be zero or more seconds", 2)
     tune_relay_process()
-    writer = Writer(db_path(db))
+    writer = RecorderLink(db_path(db))
     code = 1
     try:
         code = record_stdio(argv, writer, label=label, grace=grace)

@@ -160,7 +160,7 @@ def replay_client(
     Example (in CI, against a checked-in recording):
         acp-proxy replay client recordings/fix-bug.jsonl --db /tmp/ci.sqlite -- my-agent
     """
-    from acp_proxy.record.writer import tune_relay_process
+    from acp_proxy.relay import tune_relay_process
     from acp_proxy.replay.run import replay_client as run
     from acp_proxy.replay.serve import load_recording
 

@@ -23,19 +23,33 @@ def import_spill(db: Path | None, files: tuple[Path, ...]) -> None:
         acp-proxy import-spill --db ~/acp.sqlite
     With no FILES, every spill file next to the database is imported.
     """
-    from acp_proxy.record.writer import import_spill, spill_files
-    from acp_proxy.store.db import connect, migrate
+    import sqlite3
+
+    from acp_proxy.errors import StoreError
+    from acp_proxy.record.recorder import import_spills
+    from acp_proxy.record.spill import ledger_files, legacy_spill_files, spill_files
+    from acp_proxy.record.sqlite import Database
 
     path = db_path(db)
-    conn = connect(path)
-    migrate(conn)
-    todo = list(files) or spill_files(path)
-    if not todo:
+    todo = list(files) or None
+    if todo is None and not spill_files(path) and not ledger_files(path):
         click.echo(f"no spill files next to {path}", err=True)
-        return
-    for f in todo:
-        n = import_spill(conn, f)
-        if n is None:
-            click.echo(f"{f}: still being written by a running recorder; skipped", err=True)
-        else:
-            click.echo(f"{f}: imported {n} frames", err=True)
+    else:
+        try:
+            database = Database(path)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open {path}: {e}") from e
+        try:
+            results = import_spills(database, todo, warn=lambda m: click.echo(m, err=True))
+        finally:
+            database.close()
+        for r in results:
+            if r.skipped:
+                click.echo(f"{r.path}: {r.skipped}; left as it is", err=True)
+            else:
+                click.echo(f"{r.path}: imported {r.frames} frames", err=True)
+    for old in legacy_spill_files(path):
+        click.echo(
+            f"{old}: a spill file of an earlier acp-proxy (0.1); this version cannot import it",
+            err=True,
+        )

@@ -21,7 +21,8 @@ import click
 
 from acp_proxy.cli.common import CONTEXT, db_option, db_path, fail, handle_errors
 from acp_proxy.errors import ProxyError, UsageError
-from acp_proxy.record.writer import Writer, tune_relay_process
+from acp_proxy.record.link import RecorderLink
+from acp_proxy.relay import tune_relay_process
 from acp_proxy.relay.listener import (
     Admission,
     ServeConfig,
@@ -88,7 +89,7 @@ def record_upstream(db: Path, url: str, *, label: str | None, headers: Sequence[
         click.echo(f"acp-proxy: error: {e}", err=True)
         return 2
     tune_relay_process()
-    writer = Writer(db)
+    writer = RecorderLink(db)
     code = 1
     try:
         code = asyncio.run(bridge_stdio_client(url, writer, label=label, headers=pairs))
@@ -212,7 +213,7 @@ def ws(
         label=label,
     )
     tune_relay_process()
-    writer = Writer(db_path(db))
+    writer = RecorderLink(db_path(db))
     try:
         asyncio.run(_serve_until_signal(config, writer))
     except OSError as e:
@@ -221,7 +222,7 @@ def ws(
         writer.close()
 
 
-async def _serve_until_signal(config: ServeConfig, writer: Writer) -> None:
+async def _serve_until_signal(config: ServeConfig, writer: RecorderLink) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

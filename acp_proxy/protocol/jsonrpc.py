@@ -37,6 +37,7 @@ __all__ = [
     "classify",
     "decode",
     "id_token",
+    "safe_text",
 ]
 
 BOM = b"\xef\xbb\xbf"
@@ -108,7 +109,20 @@ def decode(raw: bytes) -> Any:
 
 
 def classify(raw: bytes) -> Info:
-    """Derive a frame's kind and fields; never raises."""
+    """Derive a frame's kind and fields; never raises.
+
+    Every text field of the result can be stored as UTF-8: a lone surrogate (a ``\\ud800``
+    escape, or a byte that is not UTF-8) is kept as its ``\\uXXXX`` escape and the frame is
+    flagged ``escaped_text``. Anything else that cannot be derived leaves the field empty
+    and flags ``underivable``; the bytes are always the record.
+    """
+    try:
+        return _classify(raw)
+    except Exception:
+        return Info(Kind.INVALID, anomalies=["underivable"])
+
+
+def _classify(raw: bytes) -> Info:
     braced = raw[:1] == b"{" and raw[-1:] == b"}"
     fast: Any = _FAILED  # the parse of a braced frame, reused below when it is not compact
     if braced:
@@ -169,9 +183,37 @@ def classify(raw: bytes) -> Info:
         anomalies.append("batch")
         if not value:
             anomalies.append("empty_batch")
-        items = [_message(v, []) for v in value]
+        items = [_clean(_message(v, [])) for v in value]
         return Info(Kind.BATCH, anomalies=_dedupe(anomalies), items=items, value=value)
-    return _message(value, _dedupe(anomalies) if len(anomalies) > 1 else anomalies)
+    return _clean(_message(value, _dedupe(anomalies) if len(anomalies) > 1 else anomalies))
+
+
+_TEXT_FIELDS = ("method", "id", "session_id", "update_kind", "tool_call_id", "terminal_id")
+
+
+def safe_text(text: str) -> str:
+    """``text`` as it can be stored in UTF-8: lone surrogates become ``\\uXXXX`` escapes."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _clean(info: Info) -> Info:
+    """Make the text fields of a slowly parsed message storable (the fast path's are: orjson
+    only reads valid UTF-8)."""
+    for name in _TEXT_FIELDS:
+        v = getattr(info, name)
+        if v is not None and not v.isascii():
+            safe = safe_text(v)
+            if safe is not v:
+                setattr(info, name, safe)
+                if "escaped_text" not in info.anomalies:
+                    info.anomalies.append("escaped_text")
+    return info
 
 
 def _body(raw: bytes) -> bytes:

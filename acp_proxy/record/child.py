@@ -1,24 +1,34 @@
-"""``python -m acp_proxy.record.child DB``: the recorder's SQLite process (layer 2).
+"""``python -m acp_proxy.record.child DB``: the recorder process (layer 2).
 
-What belongs here: the loop that reads batches from the parent recorder on stdin (an 8-byte
-little-endian length, then a pickled :class:`~acp_proxy.record.sink.Batch`; pickle is safe
-here because the only writer of that pipe is our own parent) and hands them to a
-:class:`~acp_proxy.record.sink.SqliteSink`. It ends when stdin closes — also when the parent
-was killed, so whatever reached the pipe still reaches the database. Interrupts are ignored: the child
-is in its own session and is never cut short between two batches.
+What belongs here: the process a relay starts to record into ``DB``. It reads records from
+its stdin (the relay's pipe; :mod:`acp_proxy.record.wire`) until the relay closes it — or
+dies: the bytes already in the pipe are still read and recorded, and the captures the relay
+did not close are marked as ended with it. It is in its own session and ignores the
+signals a terminal or an editor sends the relay's process group, so it is never cut short;
+it ignores ``SIGXFSZ`` too, so a file size limit is an error it handles, not its death.
+Warnings go to stderr, which it shares with the relay — until the relay has been gone for a
+moment: a recorder still finishing then lets go of that stderr (whoever reads the relay's
+stderr, an editor, is not held up) and writes what it still has to say to ``DB.log``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
-import pickle
+import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
-from acp_proxy.record.sink import Batch, SqliteSink
+from acp_proxy.record.link import now_iso, stderr_warn
+from acp_proxy.record.recorder import Recorder
 
 __all__ = ["main"]
+
+# The relay waits this long less than its own wait for us (link.close), so its stderr ends
+# with it whenever we take longer.
+_DETACH_AFTER_S = 1.5
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,26 +36,48 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m acp_proxy.record.child DB", file=sys.stderr)
         return 2
-    for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+    for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGXFSZ):
         signal.signal(s, signal.SIG_IGN)
-    sink = SqliteSink(Path(args[0]))
-    # Batches are millions of short-lived tuples and no cycles: collecting the young
+    # Batches are many short-lived objects and no cycles: collecting the young
     # generation every 700 allocations is pure overhead here.
     gc.freeze()
     gc.set_threshold(50_000, 50, 50)
-    stdin = sys.stdin.buffer
-    try:
-        while True:
-            header = stdin.read(8)
-            if len(header) < 8:
-                break
-            payload = stdin.read(int.from_bytes(header, "little"))
-            batch = pickle.loads(payload)
-            if isinstance(batch, Batch):
-                sink.write(batch)
-    finally:
-        sink.close()
-    return 0
+    db = Path(args[0])
+    out = _Warnings(db)
+    return Recorder(db, 0, warn=out.warn, on_input_end=out.detach_later).run()
+
+
+class _Warnings:
+    """stderr while the relay is there; ``DB.log`` once this process outlives it."""
+
+    def __init__(self, db: Path) -> None:
+        self._log = Path(f"{db}.log")
+        self._detached = False
+        self._lock = threading.Lock()
+
+    def warn(self, message: str) -> None:
+        with self._lock:
+            if not self._detached:
+                stderr_warn(message)
+                return
+            with contextlib.suppress(OSError):
+                fd = os.open(self._log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                with os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace") as f:
+                    f.write(f"{now_iso()} acp-proxy: {message}\n")
+
+    def detach_later(self) -> None:
+        timer = threading.Timer(_DETACH_AFTER_S, self._detach)
+        timer.daemon = True
+        timer.start()
+
+    def _detach(self) -> None:
+        with self._lock:
+            with contextlib.suppress(OSError):
+                sys.stderr.flush()
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 2)
+                os.close(devnull)
+            self._detached = True
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import asyncio
 from typing import Any, Protocol
 
 from acp_proxy.protocol.frames import Direction, Opcode
-from acp_proxy.record.writer import Tap
+from acp_proxy.record.link import Tap
 from acp_proxy.transports.websocket import Ended, Ending, Message, WsEndpoint, install_lane
 
 __all__ = ["Endpoint", "relay"]

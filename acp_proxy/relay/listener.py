@@ -27,8 +27,7 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 
 from acp_proxy.errors import AgentSpawnError, UsageError
-from acp_proxy.record.sink import stderr_warn
-from acp_proxy.record.writer import CaptureMeta, Writer
+from acp_proxy.record.link import CaptureMeta, RecorderLink, stderr_warn
 from acp_proxy.relay.core import Endpoint, relay
 from acp_proxy.transports.lines import AgentProcess, FdChannel, LineEndpoint
 from acp_proxy.transports.stdio import spawn_agent
@@ -131,7 +130,7 @@ def _upstream_target(upstream: str, client_target: str) -> str:
 class _Front:
     """The listener's state: config, writer, and the sessions it runs."""
 
-    def __init__(self, config: ServeConfig, writer: Writer) -> None:
+    def __init__(self, config: ServeConfig, writer: RecorderLink) -> None:
         self.config = config
         self.writer = writer
         self.listen_url = ""
@@ -375,7 +374,7 @@ class _Session:
 
 async def serve(
     config: ServeConfig,
-    writer: Writer,
+    writer: RecorderLink,
     stop: asyncio.Event,
     *,
     ready: Callable[[str], None] | None = None,
@@ -415,7 +414,7 @@ async def serve(
 
 async def bridge_stdio_client(
     url: str,
-    writer: Writer,
+    writer: RecorderLink,
     settings: WsSettings | None = None,
     *,
     label: str | None = None,

@@ -25,7 +25,7 @@ from types import FrameType
 
 from acp_proxy.errors import AgentSpawnError
 from acp_proxy.protocol.frames import Direction
-from acp_proxy.record.writer import CaptureMeta, Tap, Writer
+from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.transports.stdio import exit_status, pump, spawn_agent
 
 __all__ = ["DEFAULT_GRACE", "record_stdio"]
@@ -36,7 +36,7 @@ _FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 def record_stdio(
     argv: Sequence[str],
-    writer: Writer,
+    writer: RecorderLink,
     *,
     label: str | None = None,
     grace: float = DEFAULT_GRACE,
@@ -95,7 +95,7 @@ def _start_pumps(
             stdin_fd,
             agent_in.fileno(),
             lambda d, t: tap.chunk(c2a, d, t),
-            on_write_error=lambda e: tap.event("agent_stdin_closed", error=e.strerror),
+            on_write_error=lambda e: _undelivered(tap, c2a, "agent_stdin_closed", e),
         )
         tap.end_stream(c2a)
         tap.event("client_eof")
@@ -108,7 +108,7 @@ def _start_pumps(
             agent_out.fileno(),
             stdout_fd,
             lambda d, t: tap.chunk(a2c, d, t),
-            on_write_error=lambda e: tap.event("client_stdout_closed", error=e.strerror),
+            on_write_error=lambda e: _undelivered(tap, a2c, "client_stdout_closed", e),
         )
         tap.end_stream(a2c)
         tap.event("agent_eof")
@@ -123,6 +123,12 @@ def _start_pumps(
     for t in threads:
         t.start()
     return threads
+
+
+def _undelivered(tap: Tap, direction: Direction, kind: str, e: OSError) -> None:
+    """The peer stopped reading: what follows is recorded, flagged as not delivered."""
+    tap.not_delivered(direction)
+    tap.event(kind, error=e.strerror)
 
 
 def _wait(

@@ -22,7 +22,7 @@ from typing import Any
 from acp_proxy.errors import AgentSpawnError
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.framing import LineFramer
-from acp_proxy.record.writer import CaptureMeta, Tap, Writer
+from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.replay.client import ClientStandIn
 from acp_proxy.replay.compare import Divergence, RunSummary, compare, parse_ignore, summarise_run
 from acp_proxy.replay.match import Problem
@@ -222,7 +222,7 @@ def replay_client(
     pair = (rec_cwd, cwd) if rec_cwd and cwd else None
     patterns = parse_ignore(ignore)
     stand_in = ClientStandIn(recording.messages, cwd=pair, ignore=patterns)
-    writer = Writer(db)
+    writer = RecorderLink(db)
     label = f"replay client of {recording.capture.get('uid', recording.source)}"
     meta = CaptureMeta(transport="stdio", agent_command=list(argv), cwd=os.getcwd(), label=label)
     tap = writer.open_capture(meta)

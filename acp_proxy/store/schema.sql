@@ -122,3 +122,19 @@ FROM messages;
 -- migration: 2
 CREATE INDEX messages_request_seq ON messages (capture_id, request_seq)
   WHERE request_seq IS NOT NULL;
+
+-- migration: 3
+-- The recorder runs in its own process and may outlive the relay: who wrote a capture,
+-- how far each stream got (so another recorder can carry on exactly), and how it ended.
+ALTER TABLE captures ADD COLUMN proxy_start TEXT;          -- identity of the relaying process
+ALTER TABLE captures ADD COLUMN recorder_pid INTEGER;
+ALTER TABLE captures ADD COLUMN recorder_start TEXT;       -- identity of the recorder process
+ALTER TABLE captures ADD COLUMN end_reason TEXT;           -- closed, proxy_gone, ...
+ALTER TABLE captures ADD COLUMN finished_at TEXT;          -- the recorder wrote all it had
+ALTER TABLE captures ADD COLUMN lost_bytes INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE captures ADD COLUMN c2a_position INTEGER NOT NULL DEFAULT 0;  -- bytes or messages
+ALTER TABLE captures ADD COLUMN a2c_position INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE captures ADD COLUMN stderr_position INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE captures ADD COLUMN rseq INTEGER NOT NULL DEFAULT 0;          -- last record kept
+UPDATE captures SET finished_at = COALESCE(ended_at, started_at), end_reason = 'closed'
+  WHERE ended_at IS NOT NULL;

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from acp_proxy.protocol.jsonrpc import decode
+from acp_proxy.store.liveness import capture_state
 from acp_proxy.store.reader import StoredFrame
 
 __all__ = [
@@ -62,7 +63,7 @@ def _short(text: str, width: int = 60) -> str:
 
 def _duration(c: dict[str, Any]) -> str:
     if c.get("ended_ns") is None:
-        return "running"
+        return "running" if capture_state(c) == "recording" else "-"
     return f"{c['ended_ns'] / 1e9:.2f}s"
 
 
@@ -90,11 +91,22 @@ def _command(c: dict[str, Any]) -> str:
 
 
 def _status(c: dict[str, Any]) -> str:
+    state = capture_state(c)
     if c.get("exit_signal"):
-        return f"signal {c['exit_signal']}"
-    if c.get("exit_code") is not None:
-        return f"exit {c['exit_code']}"
-    return "running" if c.get("ended_at") is None else "closed"
+        status = f"signal {c['exit_signal']}"
+    elif c.get("exit_code") is not None:
+        status = f"exit {c['exit_code']}"
+    elif state == "recording":
+        return "running"
+    elif state == "killed" or c.get("end_reason") == "proxy_gone":
+        status = "killed"
+    else:
+        status = "closed"
+    if state == "finishing":
+        status += ", finishing"
+    if c.get("lost_count") or c.get("lost_bytes"):
+        status += ", incomplete"
+    return status
 
 
 def capture_row(c: dict[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from acp_proxy.protocol.frames import Opcode
 from acp_proxy.protocol.framing import LineFramer
-from acp_proxy.record.writer import Tap
+from acp_proxy.record.link import Tap
 from acp_proxy.transports.stdio import exit_status, write_all
 from acp_proxy.transports.websocket import Ended, Ending, Message
 

@@ -1,0 +1,724 @@
+"""The recorder's logic: records in, database rows out (pure, sans-I/O).
+
+What belongs here: :class:`Core`, which takes the records a relay sent
+(:mod:`acp_proxy.record.wire`) in order and returns typed rows (:mod:`acp_proxy.record.rows`):
+it numbers frames, cuts stdio streams into lines, classifies each frame, pairs responses
+with requests (:mod:`acp_proxy.protocol.pairing`), learns the protocol version and peers
+from ``initialize``, and writes down every hole in a stream as a gap. No threads, no pipes,
+no SQLite: the recorder process around it (:mod:`acp_proxy.record.recorder`) does that.
+
+Exactness (docs/recording.md): every ``CHUNK``, ``MESSAGE`` and ``STDERR`` record says where
+its payload starts in its stream. Bytes before the point the capture already reached are
+skipped (they are recorded already: an import run twice adds nothing); a payload that
+starts after it leaves a hole, written down as a :class:`GapRow` with its exact range, and
+the line cut by the hole is kept, flagged ``truncated``. Other records carry ``rseq``; one
+at or below what the database already holds is skipped.
+
+Peer content never stops the core: classification never raises, and a frame whose fields
+cannot be derived is still stored, flagged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from acp_proxy.protocol.frames import Direction
+from acp_proxy.protocol.framing import DEFAULT_MAX_FRAME
+from acp_proxy.protocol.jsonrpc import Info, Kind, classify
+from acp_proxy.protocol.pairing import Pairing
+from acp_proxy.record.rows import (
+    CaptureFields,
+    EventRow,
+    FrameRow,
+    GapRow,
+    ItemRow,
+    MarkRow,
+    OpenRow,
+    Row,
+    StderrRow,
+)
+from acp_proxy.record.wire import Flag, Record, Stream, Type
+
+__all__ = ["Core", "Pending", "Resume", "json_text"]
+
+_DIRECTION = {Stream.C2A: Direction.CLIENT_TO_AGENT, Stream.A2C: Direction.AGENT_TO_CLIENT}
+_DIR_TEXT = {Stream.C2A: "c2a", Stream.A2C: "a2c", Stream.STDERR: "stderr"}
+_POSITION_COLUMN = {
+    Stream.C2A: "c2a_position",
+    Stream.A2C: "a2c_position",
+    Stream.STDERR: "stderr_position",
+}
+_MAX_U16 = 0xFFFF
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON text for a TEXT column, whatever ``value`` holds (a lone surrogate in a
+    string becomes its ``\\\\u`` escape, an integer of any size its digits)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        import json
+
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
+
+
+@dataclass(slots=True)
+class Pending:
+    """A request still unanswered when a recorder stopped, as read back from the database."""
+
+    direction: str
+    token: str
+    seq: int
+    t_ns: int
+    method: str | None
+
+
+@dataclass(slots=True)
+class Resume:
+    """Where a capture stands in the database, so another recorder can carry on exactly."""
+
+    started_ns: int
+    next_seq: int
+    message_count: int
+    rseq: int
+    positions: dict[int, int] = field(default_factory=dict)  # Stream -> position reached
+    pending: list[Pending] = field(default_factory=list)
+    ended: bool = False
+
+
+Lookup = Callable[[str], Resume | None]
+
+
+class _Stream:
+    """One stream of a capture: how far it has got, and the line it is in the middle of."""
+
+    __slots__ = (
+        "chunk_first_seq",
+        "chunk_position",
+        "ended",
+        "parts",
+        "pending_index",
+        "pending_len",
+        "pending_start",
+        "position",
+        "resumed",
+        "split",
+        "undelivered",
+    )
+
+    def __init__(self, position: int = 0) -> None:
+        self.position = position  # the next byte (or message) expected
+        self.parts: list[bytes] = []  # the unfinished line, as the pieces that brought it
+        self.pending_len = 0
+        self.pending_start = position
+        self.pending_index: int | None = None  # input index of the first piece
+        self.split = False  # the unfinished line went over max_frame and is being cut
+        self.resumed = False  # the next frame starts after a hole, maybe mid-line
+        self.undelivered = False
+        self.ended = False
+        self.chunk_first_seq: int | None = None
+        self.chunk_position = -1
+
+    @property
+    def committed(self) -> int:
+        """The position up to which everything is in frames (the unfinished line is not)."""
+        return self.pending_start if self.parts else self.position
+
+
+class _Capture:
+    __slots__ = (
+        "closed",
+        "count",
+        "fields",
+        "last_t",
+        "pairing",
+        "rseq",
+        "seq",
+        "skip_rseq",
+        "started_ns",
+        "streams",
+        "touched",
+        "uid",
+    )
+
+    def __init__(self, uid: str, started_ns: int) -> None:
+        self.uid = uid
+        self.started_ns = started_ns
+        self.seq = 0
+        self.count = 0
+        self.rseq = 0
+        self.skip_rseq = 0  # records at or below this are in the database already
+        self.streams: dict[int, _Stream] = {}
+        self.pairing: Pairing[tuple[int, int, str | None]] = Pairing()
+        self.fields: dict[str, Any] = {}
+        self.touched = False
+        self.closed = False
+        self.last_t = started_ns
+
+    def stream(self, s: int) -> _Stream:
+        st = self.streams.get(s)
+        if st is None:
+            st = self.streams[s] = _Stream()
+        return st
+
+
+class Core:
+    """Feed records in order with :meth:`feed`; :meth:`take` returns the rows made since
+    the last call, ending with each touched capture's progress."""
+
+    def __init__(self, lookup: Lookup | None = None, *, max_frame: int = DEFAULT_MAX_FRAME):
+        self._lookup = lookup
+        self._max = max_frame
+        self._captures: dict[int, _Capture] = {}
+        self._rows: list[Row] = []
+        self._index = 0
+
+    # -- input ---------------------------------------------------------------------------
+
+    def feed(self, rec: Record, index: int = 0) -> None:
+        """Take one record; ``index`` is its place in the input (for :meth:`oldest_needed`)."""
+        self._index = index
+        t = rec.type
+        cap = self._captures.get(rec.capture)
+        if cap is not None and rec.t_ns > cap.last_t:
+            cap.last_t = rec.t_ns
+        if t == Type.CHUNK:
+            if cap is not None:
+                self._chunk(cap, rec)
+            return
+        if t == Type.MESSAGE:
+            if cap is not None:
+                self._message(cap, rec)
+            return
+        if t == Type.OPEN:
+            self._open(rec.capture, _load(rec.payload), bool(rec.flags & Flag.RESUME), rec)
+            return
+        if t == Type.CONTEXT:
+            for number, meta in (_load(rec.payload).get("captures") or {}).items():
+                if isinstance(meta, dict) and str(number).isdigit():
+                    self._open(int(number), meta, True, rec)
+            return
+        if cap is None:
+            return  # a capture never opened in this input: nothing to attach it to
+        if t == Type.STDERR:
+            self._stderr(cap, rec)
+            return
+        if rec.rseq and rec.rseq <= cap.skip_rseq:
+            return  # in the database already
+        cap.rseq = max(cap.rseq, rec.rseq)
+        cap.touched = True
+        if t == Type.EVENT:
+            body = _load(rec.payload)
+            detail = body.get("detail")
+            self._rows.append(
+                EventRow(
+                    cap.uid,
+                    self._rel(cap, rec.t_ns),
+                    str(body.get("kind", "event")),
+                    detail if isinstance(detail, dict) else None,
+                )
+            )
+        elif t == Type.UPDATE:
+            cap.fields.update(_columns(_load(rec.payload)))
+        elif t == Type.END:
+            self._end(cap, rec.stream, rec.position, rec.t_ns)
+        elif t == Type.CLOSE:
+            self._close(cap, _load(rec.payload), rec.t_ns)
+        elif t == Type.UNDELIVERED:
+            self._undelivered(cap, rec)
+        elif t == Type.LOST:
+            self._lost(cap, rec)
+
+    def finish(self, ended_at: str, reason: str = "proxy_gone") -> None:
+        """The input ended: a capture its relay did not close is closed here (the relay
+        died), and every unfinished line becomes a frame flagged ``unterminated``."""
+        for cap in self._captures.values():
+            if cap.closed:
+                continue
+            for s in list(cap.streams):
+                self._flush(cap, s, cap.streams[s], ("unterminated",), cap.last_t)
+            cap.fields.update(
+                end_reason=reason, ended_at=ended_at, ended_ns=self._rel(cap, cap.last_t)
+            )
+            cap.closed = True
+            cap.touched = True
+
+    def take(self) -> list[Row]:
+        """The rows made since the last call; each touched capture's progress last."""
+        rows = self._rows
+        self._rows = []
+        for cap in self._captures.values():
+            if not cap.touched:
+                continue
+            cap.touched = False
+            fields = {k: v for k, v in cap.fields.items() if not k.startswith("_")}
+            cap.fields = {k: v for k, v in cap.fields.items() if k.startswith("_")}
+            fields["message_count"] = cap.count
+            fields["rseq"] = cap.rseq
+            for s, st in cap.streams.items():
+                column = _POSITION_COLUMN.get(Stream(s))
+                if column is not None:
+                    fields[column] = st.committed
+            rows.append(CaptureFields(cap.uid, fields))
+        return rows
+
+    def oldest_needed(self) -> int | None:
+        """The input index of the oldest record an unfinished line still holds bytes of."""
+        found = [
+            st.pending_index
+            for cap in self._captures.values()
+            for st in cap.streams.values()
+            if st.parts and st.pending_index is not None
+        ]
+        return min(found) if found else None
+
+    def unfinished(self) -> list[tuple[Record, list[bytes]]]:
+        """The unfinished lines: for each, a record that would bring it back (its payload
+        is ``b"".join`` of the parts given beside it, left to the caller so that nothing is
+        copied until it is needed) — what a spill file must begin with to lose nothing."""
+        out = []
+        for number, cap in self._captures.items():
+            for s, st in cap.streams.items():
+                if st.parts and s != Stream.STDERR:
+                    out.append(
+                        (
+                            Record(
+                                Type.CHUNK,
+                                s,
+                                0,
+                                number,
+                                0,
+                                st.pending_start,
+                                cap.last_t,
+                                b"",
+                            ),
+                            list(st.parts),
+                        )
+                    )
+        return out
+
+    def needs_state(self, rec: Record) -> bool:
+        """Whether ``rec`` declares a capture this core must read back from the database
+        first (a recorder restarted; a spill file's context) rather than one it knows."""
+        if rec.type == Type.OPEN:
+            if not rec.flags & Flag.RESUME:
+                return False
+            metas = {rec.capture: _load(rec.payload)}
+        elif rec.type == Type.CONTEXT:
+            raw = _load(rec.payload).get("captures") or {}
+            metas = {int(k): v for k, v in raw.items() if str(k).isdigit() and isinstance(v, dict)}
+        else:
+            return False
+        for number, meta in metas.items():
+            known = self._captures.get(number)
+            if known is None or known.uid != meta.get("uid"):
+                return True
+        return False
+
+    def captures(self) -> dict[int, str]:
+        """The captures this input has opened: their number and uid."""
+        return {n: c.uid for n, c in self._captures.items()}
+
+    # -- records -------------------------------------------------------------------------
+
+    def _open(self, number: int, meta: dict[str, Any], resume: bool, rec: Record) -> None:
+        uid = str(meta.get("uid") or "")
+        if not uid:
+            return
+        if number in self._captures and self._captures[number].uid == uid:
+            return  # declared again (a spill file's context): nothing new
+        state = self._lookup(uid) if (resume and self._lookup is not None) else None
+        started = meta.get("started_ns")
+        cap = _Capture(uid, int(started) if isinstance(started, int) else rec.t_ns)
+        if state is not None:
+            cap.started_ns = cap.last_t = state.started_ns
+            cap.closed = state.ended
+            cap.seq = state.next_seq
+            cap.count = state.message_count
+            cap.rseq = cap.skip_rseq = state.rseq
+            for s, position in state.positions.items():
+                cap.streams[s] = _Stream(position)
+            for p in state.pending:
+                cap.pairing.request(Direction(p.direction), p.token, (p.seq, p.t_ns, p.method))
+        self._captures[number] = cap
+        if state is None:
+            self._rows.append(OpenRow(uid, meta, resume))
+        cap.touched = True
+
+    def _rel(self, cap: _Capture, t_ns: int) -> int:
+        return t_ns - cap.started_ns
+
+    def _advance(
+        self, cap: _Capture, s: int, st: _Stream, rec: Record, size: int, reason: str
+    ) -> int:
+        """Bytes (or messages) of ``rec`` already recorded, to skip; a hole before it is
+        written down first."""
+        if rec.position < st.position:
+            return min(size, st.position - rec.position)
+        if rec.position > st.position:
+            self._hole(cap, s, st, st.position, rec.position, None, reason, rec.t_ns)
+        return 0
+
+    def _hole(
+        self,
+        cap: _Capture,
+        s: int,
+        st: _Stream,
+        start: int,
+        end: int,
+        frames: int | None,
+        reason: str,
+        t_ns: int,
+    ) -> None:
+        self._flush(cap, s, st, ("truncated",), t_ns)
+        self._rows.append(
+            GapRow(
+                cap.uid,
+                _DIR_TEXT.get(Stream(s), str(s)),
+                start,
+                end,
+                frames,
+                reason,
+                cap.seq - 1 if cap.seq else None,
+                self._rel(cap, t_ns),
+            )
+        )
+        st.position = st.pending_start = end
+        st.resumed = s != Stream.STDERR
+        cap.touched = True
+
+    def _chunk(self, cap: _Capture, rec: Record) -> None:
+        s = rec.stream
+        st = cap.stream(s)
+        data = rec.payload
+        skip = self._advance(cap, s, st, rec, len(data), "not received")
+        if skip:
+            if skip >= len(data):
+                return
+            data = data[skip:]
+        cap.touched = True
+        if rec.flags & Flag.UNDELIVERED:
+            st.undelivered = True
+        st.chunk_position = st.position
+        st.chunk_first_seq = None
+        t = rec.t_ns
+        position = st.position
+        st.position = position + len(data)
+        nl = data.find(b"\n")
+        if nl < 0:
+            self._hold(cap, s, st, data, position, t)
+            return
+        start = 0
+        if st.parts:  # the first newline ends the line in progress
+            self._hold(cap, s, st, data[:nl], position, t)
+            self._flush(cap, s, st, (), t, terminated=True)
+            start = nl + 1
+        end = data.rfind(b"\n")  # the lines data[start:end] are complete
+        if start <= end:
+            pos = position + start
+            frame = self._frame
+            for line in data[start:end].split(b"\n"):
+                if len(line) > self._max:
+                    self._hold(cap, s, st, line, pos, t)
+                    self._flush(cap, s, st, (), t, terminated=True)
+                else:
+                    frame(cap, s, st, line, True, None, t, ())
+                pos += len(line) + 1
+            start = end + 1
+        if start < len(data):
+            self._hold(cap, s, st, data[start:], position + start, t)
+
+    def _hold(self, cap: _Capture, s: int, st: _Stream, data: bytes, position: int, t: int) -> None:
+        """Keep part of an unfinished line; a line over ``max_frame`` is cut into pieces."""
+        if not data:
+            return
+        if not st.parts:
+            st.pending_start = position
+            st.pending_index = self._index
+        st.parts.append(data)
+        st.pending_len += len(data)
+        while st.pending_len > self._max:
+            joined = b"".join(st.parts)
+            piece, rest = joined[: self._max], joined[self._max :]
+            st.parts, st.pending_len = [], 0
+            self._frame(cap, s, st, piece, False, None, t, ("split",))
+            st.split = True
+            st.pending_start += len(piece)
+            st.pending_index = self._index
+            if rest:
+                st.parts, st.pending_len = [rest], len(rest)
+
+    def _flush(
+        self,
+        cap: _Capture,
+        s: int,
+        st: _Stream,
+        flags: tuple[str, ...],
+        t: int | None,
+        *,
+        terminated: bool = False,
+    ) -> None:
+        """The unfinished line becomes a frame (it ended, or the stream did)."""
+        if not st.parts:
+            st.split = False
+            return
+        parts = st.parts
+        st.parts, st.pending_len = [], 0
+        if st.split and not terminated:
+            flags = (*flags, "split")
+        st.split = False
+        raw = parts[0] if len(parts) == 1 else b"".join(parts)
+        self._frame(cap, s, st, raw, terminated, None, t if t is not None else 0, flags)
+        st.pending_start = st.position
+
+    def _message(self, cap: _Capture, rec: Record) -> None:
+        s = rec.stream
+        st = cap.stream(s)
+        if self._advance(cap, s, st, rec, 1, "not received"):
+            return
+        cap.touched = True
+        st.position = rec.position + 1
+        st.pending_start = st.position
+        flags = rec.flags
+        if flags & Flag.UNDELIVERED:
+            st.undelivered = True
+        opcode = None if flags & Flag.OVERSIZE else ("binary" if flags & Flag.BINARY else "text")
+        extra = ("split",) if flags & Flag.OVERSIZE else ()
+        st.chunk_position = rec.position
+        st.chunk_first_seq = None
+        self._frame(cap, s, st, rec.payload, bool(flags & Flag.TERMINATED), opcode, rec.t_ns, extra)
+
+    def _stderr(self, cap: _Capture, rec: Record) -> None:
+        st = cap.stream(Stream.STDERR)
+        data = rec.payload
+        skip = self._advance(cap, Stream.STDERR, st, rec, len(data), "not received")
+        if skip:
+            if skip >= len(data):
+                return
+            data = data[skip:]
+        st.position += len(data)
+        cap.touched = True
+        self._rows.append(StderrRow(cap.uid, self._rel(cap, rec.t_ns), data))
+
+    def _end(self, cap: _Capture, s: int, final: int, t: int) -> None:
+        st = cap.stream(s)
+        if final > st.position:
+            self._hole(cap, s, st, st.position, final, None, "not received", t)
+        self._flush(cap, s, st, ("unterminated",), t)
+        st.ended = True
+
+    def _close(self, cap: _Capture, body: dict[str, Any], t: int) -> None:
+        positions = body.pop("positions", None)
+        if isinstance(positions, dict):
+            for key, final in positions.items():
+                if str(key).isdigit() and isinstance(final, int):
+                    st = cap.stream(int(key))
+                    if final > st.position:
+                        self._hole(cap, int(key), st, st.position, final, None, "not received", t)
+        for s, st in cap.streams.items():
+            if st.parts:
+                self._flush(cap, s, st, ("unterminated",), t)
+        fields = _columns(body)
+        if isinstance(fields.get("ended_ns"), int):
+            fields["ended_ns"] = self._rel(cap, fields["ended_ns"])
+        fields.setdefault("end_reason", "closed")
+        cap.fields.update(fields)
+        cap.closed = True
+
+    def _undelivered(self, cap: _Capture, rec: Record) -> None:
+        st = cap.stream(rec.stream)
+        st.undelivered = True
+        if st.chunk_first_seq is not None and rec.position <= st.chunk_position:
+            self._rows.append(MarkRow(cap.uid, st.chunk_first_seq, cap.seq - 1, "undelivered"))
+
+    def _lost(self, cap: _Capture, rec: Record) -> None:
+        body = _load(rec.payload)
+        start, end = body.get("start"), body.get("end")
+        if not (isinstance(start, int) and isinstance(end, int)):
+            return
+        s = rec.stream
+        st = cap.stream(s)
+        if end <= st.position:
+            return
+        frames = body.get("frames")
+        self._hole(
+            cap,
+            s,
+            st,
+            max(start, st.position),
+            end,
+            frames if isinstance(frames, int) else None,
+            str(body.get("reason") or "not stored"),
+            rec.t_ns,
+        )
+
+    # -- frames --------------------------------------------------------------------------
+
+    def _frame(
+        self,
+        cap: _Capture,
+        s: int,
+        st: _Stream,
+        raw: bytes,
+        terminated: bool,
+        opcode: str | None,
+        t_abs: int,
+        extra: tuple[str, ...],
+    ) -> None:
+        seq = cap.seq
+        cap.seq = seq + 1
+        cap.count += 1
+        if st.chunk_first_seq is None:
+            st.chunk_first_seq = seq
+        t = t_abs - cap.started_ns
+        direction = _DIRECTION[Stream(s)]
+        info = Info(Kind.INVALID, anomalies=["binary"]) if opcode == "binary" else classify(raw)
+        anomalies = info.anomalies
+        if extra or st.resumed or st.undelivered:
+            anomalies = [*anomalies, *extra]
+            if st.resumed:
+                anomalies.append("resumed")
+                st.resumed = False
+            if st.undelivered:
+                anomalies.append("undelivered")
+        request_seq = latency = None
+        if info.id is not None or info.kind != Kind.NOTIFICATION:
+            request_seq, latency = self._pair(cap, direction, seq, t, info, anomalies)
+        if info.items is not None:
+            for idx, item in enumerate(info.items):
+                rs, lat = self._pair(cap, direction, seq, t, item, anomalies)
+                self._rows.append(ItemRow(cap.uid, seq, idx, item, rs, lat))
+        if info.method == "initialize" or (info.kind == Kind.RESPONSE and request_seq is not None):
+            self._note_initialize(cap, direction, info, anomalies)
+        self._rows.append(
+            FrameRow(
+                cap.uid,
+                seq,
+                direction.value,
+                t,
+                raw,
+                terminated,
+                opcode,
+                info,
+                anomalies,
+                request_seq,
+                latency,
+            )
+        )
+
+    def _pair(
+        self,
+        cap: _Capture,
+        direction: Direction,
+        seq: int,
+        t: int,
+        info: Info,
+        anomalies: list[str],
+    ) -> tuple[int | None, int | None]:
+        if info.id is None:
+            if info.kind in (Kind.INVALID, Kind.BATCH):
+                cap.pairing.unreadable(direction, (seq, t, None))
+            return None, None
+        if info.kind == Kind.REQUEST:
+            if cap.pairing.request(direction, info.id, (seq, t, info.method)):
+                _flag(anomalies, "duplicate_request_id")
+            return None, None
+        if info.kind in (Kind.RESPONSE, Kind.ERROR):
+            found, how = cap.pairing.response(direction, info.id, error=info.kind == Kind.ERROR)
+            if how == "null_id":
+                _flag(anomalies, "null_id")
+            elif how == "unpaired":
+                _flag(anomalies, "unpaired_response")
+            if found is None:
+                return None, None
+            info.method = info.method or found[2]
+            return found[0], t - found[1]
+        return None, None
+
+    def _note_initialize(
+        self, cap: _Capture, direction: Direction, info: Info, anomalies: list[str]
+    ) -> None:
+        """The protocol version and peers, from ``initialize`` (docs/protocol.md)."""
+        v = info.value
+        if not isinstance(v, dict):
+            return
+        f = cap.fields
+        if info.kind == Kind.REQUEST and direction is Direction.CLIENT_TO_AGENT:
+            p = v.get("params")
+            if isinstance(p, dict):
+                peer = p.get("clientInfo", p.get("info"))
+                if peer is not None:
+                    f["client_info"] = json_text(peer)
+                caps = p.get("clientCapabilities", p.get("capabilities"))
+                if caps is not None:
+                    f["client_capabilities"] = json_text(caps)
+                version = _version(p.get("protocolVersion"), anomalies)
+                if version is not None and "_agent_version" not in f:
+                    f["protocol_version"] = version
+        elif info.kind == Kind.RESPONSE and info.method == "initialize":
+            r = v.get("result")
+            if isinstance(r, dict):
+                version = _version(r.get("protocolVersion"), anomalies)
+                if version is not None:
+                    f["protocol_version"] = version
+                    f["_agent_version"] = True
+                peer = r.get("agentInfo", r.get("info"))
+                if peer is not None:
+                    f["agent_info"] = json_text(peer)
+                caps = r.get("agentCapabilities", r.get("capabilities"))
+                if caps is not None:
+                    f["agent_capabilities"] = json_text(caps)
+        cap.touched = True
+
+
+def _version(v: Any, anomalies: list[str]) -> int | None:
+    """``protocolVersion`` is a uint16; anything else is not stored, and said so."""
+    if v is None:
+        return None
+    if v.__class__ is int and 0 <= v <= _MAX_U16:
+        return int(v)
+    _flag(anomalies, "bad_protocol_version")
+    return None
+
+
+def _flag(anomalies: list[str], name: str) -> None:
+    if name not in anomalies:
+        anomalies.append(name)
+
+
+def _load(payload: bytes) -> dict[str, Any]:
+    try:
+        v = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
+_COLUMNS = frozenset(
+    {
+        "pid",
+        "exit_code",
+        "exit_signal",
+        "ended_at",
+        "ended_ns",
+        "label",
+        "end_reason",
+        "upstream_url",
+        "listen_url",
+    }
+)
+
+
+def _columns(body: dict[str, Any]) -> dict[str, Any]:
+    """The capture columns a relay may set, with values SQLite can hold."""
+    out: dict[str, Any] = {}
+    for k, v in body.items():
+        if k not in _COLUMNS:
+            continue
+        if v is None or isinstance(v, str) or (v.__class__ is int and -(2**63) <= v < 2**63):
+            out[k] = v
+    return out

@@ -1,0 +1,435 @@
+"""The recorder's database side: rows in, one transaction per batch (layer 2).
+
+What belongs here: every statement the recorder writes with — opening captures, inserting
+frames (many rows per statement, long frames piece by piece), stderr, events, gaps and
+capture progress — and reading back where a capture stands (:meth:`Database.resume`) so a
+recorder can carry on after another one stopped. Errors are not handled here: a failed
+batch raises, and :mod:`acp_proxy.record.recorder` decides what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterable, Sequence
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+from acp_proxy import __version__
+from acp_proxy.record.core import Pending, Resume, json_text
+from acp_proxy.record.rows import (
+    CaptureFields,
+    EventRow,
+    FrameRow,
+    GapRow,
+    ItemRow,
+    MarkRow,
+    OpenRow,
+    Row,
+    StderrRow,
+)
+from acp_proxy.record.wire import Stream
+from acp_proxy.store.db import connect, migrate
+
+__all__ = ["FRAME_COLUMNS", "Database", "now_iso"]
+
+FRAME_COLUMNS = (
+    "capture_id, seq, direction, t_ns, raw, terminated, opcode, size, kind, method, msg_id, "
+    "session_id, update_kind, tool_call_id, terminal_id, error_code, anomalies, request_seq, "
+    "latency_ns"
+)
+_STREAM_NAMES = {Stream.C2A: "c2a", Stream.A2C: "a2c", Stream.STDERR: "stderr"}
+_ROWS_PER_STATEMENT = 50
+_BLOB_PIECES = 8 * 1024 * 1024  # frames longer than this are written piece by piece
+_OPEN_COLUMNS = (
+    "uid",
+    "transport",
+    "agent_command",
+    "cwd",
+    "upstream_url",
+    "listen_url",
+    "pid",
+    "proxy_pid",
+    "proxy_start",
+    "started_at",
+    "started_ns",
+    "label",
+)
+_SETTABLE = frozenset(
+    {
+        "pid",
+        "exit_code",
+        "exit_signal",
+        "ended_at",
+        "ended_ns",
+        "label",
+        "end_reason",
+        "upstream_url",
+        "listen_url",
+        "protocol_version",
+        "client_info",
+        "agent_info",
+        "client_capabilities",
+        "agent_capabilities",
+        "message_count",
+        "rseq",
+        "c2a_position",
+        "a2c_position",
+        "stderr_position",
+        "finished_at",
+    }
+)
+
+
+def now_iso() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _frame_values(r: FrameRow) -> tuple[Any, ...]:
+    i = r.info
+    return (
+        r.seq,
+        r.direction,
+        r.t_ns,
+        r.raw,
+        1 if r.terminated else 0,
+        r.opcode,
+        len(r.raw),
+        i.kind,
+        i.method,
+        i.id,
+        i.session_id,
+        i.update_kind,
+        i.tool_call_id,
+        i.terminal_id,
+        i.error_code,
+        ",".join(r.anomalies) if r.anomalies else None,
+        r.request_seq,
+        r.latency_ns,
+    )
+
+
+class Database:
+    """The recordings database as the recorder writes it."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        recorder_pid: int | None = None,
+        recorder_start: str | None = None,
+        busy_timeout_ms: int = 250,
+    ) -> None:
+        self.path = Path(path)
+        self.conn: sqlite3.Connection = connect(self.path)
+        self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        migrate(self.conn)
+        self._ids: dict[str, int] = {}
+        self._statements: dict[tuple[int, int], str] = {}
+        self._recorder = (recorder_pid, recorder_start)
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.execute("PRAGMA optimize")
+        self.conn.close()
+
+    # -- where a capture stands ----------------------------------------------------------
+
+    def capture_id(self, uid: str) -> int | None:
+        cid = self._ids.get(uid)
+        if cid is None:
+            row = self.conn.execute("SELECT id FROM captures WHERE uid = ?", [uid]).fetchone()
+            if row is None:
+                return None
+            cid = self._ids[uid] = int(row[0])
+        return cid
+
+    def resume(self, uid: str) -> Resume | None:
+        """Where capture ``uid`` stands, or None when the database does not have it."""
+        row = self.conn.execute(
+            "SELECT id, started_ns, message_count, rseq, c2a_position, a2c_position, "
+            "stderr_position, ended_at FROM captures WHERE uid = ?",
+            [uid],
+        ).fetchone()
+        if row is None:
+            return None
+        cid, started, count, rseq, c2a, a2c, err, ended = row
+        self._ids[uid] = cid
+        (top,) = self.conn.execute(
+            "SELECT MAX(seq) FROM messages WHERE capture_id = ?", [cid]
+        ).fetchone()
+        pending = [
+            Pending(d, token, seq, t, method)
+            for seq, d, token, t, method in self.conn.execute(
+                "SELECT q.seq, q.direction, q.msg_id, q.t_ns, q.method FROM messages q "
+                "WHERE q.capture_id = ? AND q.kind = 'request' AND q.msg_id IS NOT NULL "
+                "AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.capture_id = q.capture_id "
+                "AND r.request_seq = q.seq) ORDER BY q.seq",
+                [cid],
+            )
+        ]
+        self.conn.execute(
+            "UPDATE captures SET recorder_pid = ?, recorder_start = ? WHERE id = ?",
+            [*self._recorder, cid],
+        )
+        return Resume(
+            started_ns=started,
+            next_seq=0 if top is None else top + 1,
+            message_count=count,
+            rseq=rseq,
+            positions={Stream.C2A: c2a, Stream.A2C: a2c, Stream.STDERR: err},
+            pending=pending,
+            ended=ended is not None,
+        )
+
+    # -- writing -------------------------------------------------------------------------
+
+    def write(self, rows: Sequence[Row]) -> None:
+        """Write ``rows`` in one transaction; raises ``sqlite3.Error`` (rolled back)."""
+        conn = self.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._write(rows)
+            conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            for r in rows:
+                if isinstance(r, OpenRow):
+                    self._ids.pop(r.uid, None)
+            raise
+
+    def _write(self, rows: Sequence[Row]) -> None:
+        frames: dict[str, list[FrameRow]] = {}
+        for r in rows:
+            if isinstance(r, FrameRow):
+                frames.setdefault(r.uid, []).append(r)
+                continue
+            if frames:  # keep order: frames before what follows them (marks, fields)
+                self._frames(frames)
+                frames = {}
+            if isinstance(r, OpenRow):
+                self._open(r)
+            elif isinstance(r, ItemRow):
+                self._item(r)
+            elif isinstance(r, StderrRow):
+                self.conn.execute(
+                    "INSERT INTO stderr (capture_id, t_ns, data) VALUES (?,?,?)",
+                    [self._id(r.uid), r.t_ns, r.data],
+                )
+            elif isinstance(r, EventRow):
+                self._event(self._id(r.uid), r.t_ns, r.kind, r.detail)
+            elif isinstance(r, CaptureFields):
+                self._fields(r)
+            elif isinstance(r, GapRow):
+                self._gap(r)
+            elif isinstance(r, MarkRow):
+                self._mark(r)
+        if frames:
+            self._frames(frames)
+
+    def _id(self, uid: str) -> int:
+        cid = self.capture_id(uid)
+        if cid is None:
+            raise sqlite3.IntegrityError(f"capture {uid} was never opened")
+        return cid
+
+    def _open(self, r: OpenRow) -> None:
+        m = r.meta
+        values = [m.get(k) for k in _OPEN_COLUMNS]
+        command = m.get("agent_command")
+        values[2] = json_text(command) if command else None
+        if not isinstance(values[10], int):
+            values[10] = 0
+        if not isinstance(values[9], str):
+            values[9] = now_iso()
+        if not isinstance(values[1], str):
+            values[1] = "unknown"
+        columns = [*_OPEN_COLUMNS, "proxy_version", "recorder_pid", "recorder_start"]
+        row = self.conn.execute(
+            f"INSERT INTO captures ({', '.join(columns)}) "
+            f"VALUES ({', '.join('?' * len(columns))}) "
+            "ON CONFLICT (uid) DO NOTHING RETURNING id",
+            [*_texts(values), __version__, *self._recorder],
+        ).fetchone()
+        if row is None:
+            row = self.conn.execute("SELECT id FROM captures WHERE uid = ?", [r.uid]).fetchone()
+        self._ids[r.uid] = int(row[0])
+
+    def _frames(self, by_uid: dict[str, list[FrameRow]]) -> None:
+        k = _ROWS_PER_STATEMENT
+        for uid, rows in by_uid.items():
+            cid = self._id(uid)
+            small = [_frame_values(r) for r in rows if r.parts is None]
+            full = len(small) - len(small) % k
+            if full:
+                self.conn.executemany(
+                    self._statement(cid, k),
+                    (list(chain.from_iterable(small[i : i + k])) for i in range(0, full, k)),
+                )
+            if full < len(small):
+                self.conn.executemany(self._statement(cid, 1), small[full:])
+            for r in rows:
+                if r.parts is not None:
+                    self._long_frame(cid, r)
+
+    def _long_frame(self, cid: int, r: FrameRow) -> None:
+        """A frame too long to bind at once: a zeroblob filled piece by piece."""
+        values = list(_frame_values(r))
+        size = r.size
+        values[3] = None
+        values[6] = size
+        (rowid,) = self.conn.execute(
+            f"INSERT INTO messages ({FRAME_COLUMNS}) VALUES ({int(cid)}, "
+            f"{', '.join('zeroblob(?)' if i == 3 else '?' for i in range(18))}) RETURNING id",
+            [size if i == 3 else v for i, v in enumerate(values)],
+        ).fetchone()
+        with self.conn.blobopen("messages", "raw", rowid) as blob:
+            for part in r.parts or ():
+                blob.write(part)
+
+    def _statement(self, capture_id: int, n: int) -> str:
+        key = (capture_id, n)
+        sql = self._statements.get(key)
+        if sql is None:  # the id is ours (an integer from the database), safe as a literal
+            one = f"({int(capture_id)}, {', '.join('?' * 18)})"
+            sql = f"INSERT OR IGNORE INTO messages ({FRAME_COLUMNS}) VALUES {', '.join([one] * n)}"
+            self._statements[key] = sql
+        return sql
+
+    def _item(self, r: ItemRow) -> None:
+        i = r.info
+        self.conn.execute(
+            "INSERT OR IGNORE INTO batch_items VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
+                self._id(r.uid),
+                r.seq,
+                r.idx,
+                i.kind,
+                i.method,
+                i.id,
+                i.session_id,
+                i.update_kind,
+                i.tool_call_id,
+                i.terminal_id,
+                i.error_code,
+                r.request_seq,
+                r.latency_ns,
+            ],
+        )
+
+    def _event(self, cid: int, t_ns: int, kind: str, detail: dict[str, Any] | None) -> None:
+        self.conn.execute(
+            "INSERT INTO events (capture_id, t_ns, kind, detail) VALUES (?,?,?,?)",
+            [cid, t_ns, kind, json_text(detail) if detail else None],
+        )
+
+    def _fields(self, r: CaptureFields) -> None:
+        fields = {k: v for k, v in r.fields.items() if k in _SETTABLE}
+        if "end_reason" in fields:
+            fields["finished_at"] = now_iso()
+        if not fields:
+            return
+        cols = ", ".join(f"{k} = ?" for k in fields)
+        self.conn.execute(
+            f"UPDATE captures SET {cols} WHERE id = ?",
+            [*_texts(list(fields.values())), self._id(r.uid)],
+        )
+
+    def _gap(self, r: GapRow) -> None:
+        cid = self._id(r.uid)
+        unit = "messages" if r.stream in ("c2a", "a2c") and self._is_messages(cid) else "bytes"
+        detail: dict[str, Any] = {
+            "stream": r.stream,
+            "start": r.start,
+            "end": r.end,
+            unit: r.end - r.start,
+            "frames": r.frames,
+            "reason": r.reason,
+            "after_seq": r.after_seq,
+        }
+        self._event(cid, r.t_ns, "gap", detail)
+        frames = r.frames
+        if frames is None:
+            frames = r.end - r.start if unit == "messages" else 0
+        self.conn.execute(
+            "UPDATE captures SET lost_count = lost_count + ?, lost_bytes = lost_bytes + ? "
+            "WHERE id = ?",
+            [frames, r.end - r.start if unit == "bytes" else 0, cid],
+        )
+
+    def _is_messages(self, cid: int) -> bool:
+        row = self.conn.execute("SELECT transport FROM captures WHERE id = ?", [cid]).fetchone()
+        return row is not None and row[0] != "stdio"
+
+    def _mark(self, r: MarkRow) -> None:
+        self.conn.execute(
+            "UPDATE messages SET anomalies = CASE WHEN anomalies IS NULL THEN ? "
+            "ELSE anomalies || ',' || ? END "
+            "WHERE capture_id = ? AND seq BETWEEN ? AND ? "
+            "AND (anomalies IS NULL OR ',' || anomalies || ',' NOT LIKE '%,' || ? || ',%')",
+            [r.anomaly, r.anomaly, self._id(r.uid), r.first_seq, r.last_seq, r.anomaly],
+        )
+
+    # -- losses known only from a ledger -------------------------------------------------
+
+    def note_losses(
+        self, captures: dict[str, dict[str, Any]], losses: Iterable[dict[str, Any]], reason: str
+    ) -> int:
+        """Gap events for ledger entries not yet in the database (a capture it never got
+        is created from what the ledger knows of it); returns how many were added."""
+        added = 0
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for entry in losses:
+                uid, stream, ranges = entry.get("uid"), entry.get("stream"), entry.get("ranges")
+                if not isinstance(uid, str) or not isinstance(ranges, list):
+                    continue
+                cid = self.capture_id(uid)
+                if cid is None:
+                    meta = {**captures.get(uid, {}), "uid": uid}
+                    self._open(OpenRow(uid, meta))
+                    self._fields(CaptureFields(uid, {"end_reason": "not_recorded"}))
+                    cid = self._id(uid)
+                name = {1: "c2a", 2: "a2c", 3: "stderr"}.get(
+                    stream if isinstance(stream, int) else 0, "?"
+                )
+                for lost in ranges:
+                    if not (isinstance(lost, list) and len(lost) == 3):
+                        continue
+                    start, end, frames = lost
+                    known = self.conn.execute(
+                        "SELECT 1 FROM events WHERE capture_id = ? AND kind = 'gap' "
+                        "AND json_extract(detail, '$.stream') = ? "
+                        "AND json_extract(detail, '$.start') <= ? "
+                        "AND json_extract(detail, '$.end') >= ?",
+                        [cid, name, start, end],
+                    ).fetchone()
+                    if known is None:
+                        self._gap(GapRow(uid, name, start, end, frames, reason, None))
+                        added += 1
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return added
+
+
+def _texts(values: list[Any]) -> list[Any]:
+    """Values as SQLite can bind them: text that is not UTF-8 escaped, ints in 64 bits."""
+    out = []
+    for v in values:
+        if isinstance(v, str) and not v.isascii():
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                v = v.encode("utf-8", "backslashreplace").decode("utf-8")
+        elif isinstance(v, int) and not -(2**63) <= v < 2**63:
+            v = str(v)
+        elif v is not None and not isinstance(v, str | int | float | bytes):
+            v = json_text(v)
+        out.append(v)
+    return out
