@@ -55,7 +55,8 @@ async def upstream_server(
                 # websockets tells text from binary only by type when decoding; echo as text
                 # when the test marked it, else mirror the opcode seen by the frame tracker
                 got.append(("msg", data))
-                await ws.send(data, text=_last_was_text(ws))
+                with contextlib.suppress(ConnectionClosed):  # keep what came before a close
+                    await ws.send(data, text=_last_was_text(ws))
         except ConnectionClosed as e:
             up.closed.append(
                 (e.rcvd.code if e.rcvd else None, e.rcvd.reason if e.rcvd else None, e.rcvd is None)

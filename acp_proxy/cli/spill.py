@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from acp_proxy.cli.common import CONTEXT, db_option, db_path, handle_errors
+from acp_proxy.errors import UsageError
 
 __all__ = ["import_spill"]
 
@@ -27,11 +28,23 @@ def import_spill(db: Path | None, files: tuple[Path, ...]) -> None:
 
     from acp_proxy.errors import StoreError
     from acp_proxy.record.recorder import import_spills
-    from acp_proxy.record.spill import ledger_files, legacy_spill_files, spill_files
+    from acp_proxy.record.spill import (
+        journal_of,
+        ledger_files,
+        legacy_spill_files,
+        spill_files,
+    )
     from acp_proxy.record.sqlite import Database
 
     path = db_path(db)
-    todo = list(files) or None
+    todo = None
+    if files:
+        known = {f.name: journal_of(path, f) for f in spill_files(path)}
+        todo = []
+        for f in files:
+            if f.name not in known:
+                raise UsageError(f"{f} is not a spill file of {path}")
+            todo.append(known[f.name])
     if todo is None and not spill_files(path) and not ledger_files(path):
         click.echo(f"no spill files next to {path}", err=True)
     else:

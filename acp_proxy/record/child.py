@@ -1,9 +1,10 @@
-"""``python -m acp_proxy.record.child DB``: the recorder process (layer 2).
+"""``python -m acp_proxy.record.child DB JOURNAL``: the recorder process (layer 2).
 
-What belongs here: the process a relay starts to record into ``DB``. It reads records from
-its stdin (the relay's pipe; :mod:`acp_proxy.record.wire`) until the relay closes it — or
-dies: the bytes already in the pipe are still read and recorded, and the captures the relay
-did not close are marked as ended with it. It is in its own session and ignores the
+What belongs here: the process a relay starts to record its journal ``JOURNAL``
+(:mod:`acp_proxy.record.journal`) into ``DB``. Its stdin is the journal's doorbell: a
+byte on it means "more was written", its end means the relay is gone — exited or killed:
+what the relay had journaled is still recorded, and the captures it did not close are
+marked as ended with it. It is in its own session and ignores the
 signals a terminal or an editor sends the relay's process group, so it is never cut short;
 it ignores ``SIGXFSZ`` too, so a file size limit is an error it handles, not its death.
 Warnings go to stderr, which it shares with the relay — until the relay has been gone for a
@@ -28,13 +29,13 @@ __all__ = ["main"]
 
 # The relay waits this long less than its own wait for us (link.close), so its stderr ends
 # with it whenever we take longer.
-_DETACH_AFTER_S = 1.5
+_DETACH_AFTER_S = 0.4
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m acp_proxy.record.child DB", file=sys.stderr)
+    if len(args) != 2:
+        print("usage: python -m acp_proxy.record.child DB JOURNAL", file=sys.stderr)
         return 2
     for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGXFSZ):
         signal.signal(s, signal.SIG_IGN)
@@ -42,9 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     # generation every 700 allocations is pure overhead here.
     gc.freeze()
     gc.set_threshold(50_000, 50, 50)
+    # Forward first, record second, in CPU time too: when the machine is busy (a flood),
+    # the relay and its peers run first; the journal holds what the recorder has not read.
+    with contextlib.suppress(OSError):
+        os.nice(10)
     db = Path(args[0])
     out = _Warnings(db)
-    return Recorder(db, 0, warn=out.warn, on_input_end=out.detach_later).run()
+    return Recorder(db, args[1], 0, warn=out.warn, on_input_end=out.detach_later).run()
 
 
 class _Warnings:

@@ -90,7 +90,8 @@ class Resume:
     ended: bool = False
 
 
-Lookup = Callable[[str], Resume | None]
+# A capture of this journal by its number: its uid and where the database stands.
+Lookup = Callable[[int], tuple[str, Resume] | None]
 
 
 class _Stream:
@@ -183,27 +184,22 @@ class Core:
         """Take one record; ``index`` is its place in the input (for :meth:`oldest_needed`)."""
         self._index = index
         t = rec.type
+        if t == Type.OPEN:
+            self._open(rec.capture, _load(rec.payload), rec)
+            return
         cap = self._captures.get(rec.capture)
-        if cap is not None and rec.t_ns > cap.last_t:
+        if cap is None:
+            cap = self._restore(rec.capture)
+            if cap is None:
+                return  # a capture never opened in this journal: nothing to attach it to
+        if rec.t_ns > cap.last_t:
             cap.last_t = rec.t_ns
         if t == Type.CHUNK:
-            if cap is not None:
-                self._chunk(cap, rec)
+            self._chunk(cap, rec)
             return
         if t == Type.MESSAGE:
-            if cap is not None:
-                self._message(cap, rec)
+            self._message(cap, rec)
             return
-        if t == Type.OPEN:
-            self._open(rec.capture, _load(rec.payload), bool(rec.flags & Flag.RESUME), rec)
-            return
-        if t == Type.CONTEXT:
-            for number, meta in (_load(rec.payload).get("captures") or {}).items():
-                if isinstance(meta, dict) and str(number).isdigit():
-                    self._open(int(number), meta, True, rec)
-            return
-        if cap is None:
-            return  # a capture never opened in this input: nothing to attach it to
         if t == Type.STDERR:
             self._stderr(cap, rec)
             return
@@ -276,78 +272,43 @@ class Core:
         ]
         return min(found) if found else None
 
-    def unfinished(self) -> list[tuple[Record, list[bytes]]]:
-        """The unfinished lines: for each, a record that would bring it back (its payload
-        is ``b"".join`` of the parts given beside it, left to the caller so that nothing is
-        copied until it is needed) — what a spill file must begin with to lose nothing."""
-        out = []
-        for number, cap in self._captures.items():
-            for s, st in cap.streams.items():
-                if st.parts and s != Stream.STDERR:
-                    out.append(
-                        (
-                            Record(
-                                Type.CHUNK,
-                                s,
-                                0,
-                                number,
-                                0,
-                                st.pending_start,
-                                cap.last_t,
-                                b"",
-                            ),
-                            list(st.parts),
-                        )
-                    )
-        return out
-
-    def needs_state(self, rec: Record) -> bool:
-        """Whether ``rec`` declares a capture this core must read back from the database
-        first (a recorder restarted; a spill file's context) rather than one it knows."""
-        if rec.type == Type.OPEN:
-            if not rec.flags & Flag.RESUME:
-                return False
-            metas = {rec.capture: _load(rec.payload)}
-        elif rec.type == Type.CONTEXT:
-            raw = _load(rec.payload).get("captures") or {}
-            metas = {int(k): v for k, v in raw.items() if str(k).isdigit() and isinstance(v, dict)}
-        else:
-            return False
-        for number, meta in metas.items():
-            known = self._captures.get(number)
-            if known is None or known.uid != meta.get("uid"):
-                return True
-        return False
-
     def captures(self) -> dict[int, str]:
         """The captures this input has opened: their number and uid."""
         return {n: c.uid for n, c in self._captures.items()}
 
     # -- records -------------------------------------------------------------------------
 
-    def _open(self, number: int, meta: dict[str, Any], resume: bool, rec: Record) -> None:
+    def _open(self, number: int, meta: dict[str, Any], rec: Record) -> None:
         uid = str(meta.get("uid") or "")
         if not uid:
             return
-        if number in self._captures and self._captures[number].uid == uid:
-            return  # declared again (a spill file's context): nothing new
-        state = self._lookup(uid) if (resume and self._lookup is not None) else None
+        known = self._captures.get(number) or self._restore(number)
+        if known is not None and known.uid == uid:
+            return  # in the database already (this part of the journal is read again)
         started = meta.get("started_ns")
         cap = _Capture(uid, int(started) if isinstance(started, int) else rec.t_ns)
-        if state is not None:
-            cap.started_ns = cap.last_t = state.started_ns
-            cap.closed = state.ended
-            cap.seq = state.next_seq
-            cap.count = state.message_count
-            cap.rseq = cap.skip_rseq = state.rseq
-            for s, position in state.positions.items():
-                cap.streams[s] = _Stream(position)
-            for p in state.pending:
-                cap.pairing.request(Direction(p.direction), p.token, (p.seq, p.t_ns, p.method))
         self._captures[number] = cap
-        if state is None:
-            self._rows.append(OpenRow(uid, meta, resume))
+        self._rows.append(OpenRow(uid, meta))
         cap.touched = True
+
+    def _restore(self, number: int) -> _Capture | None:
+        """A capture of this journal the database knows (its recorder stopped, or this
+        part of the journal is read again): carry on from where the database stands."""
+        found = self._lookup(number) if self._lookup is not None else None
+        if found is None:
+            return None
+        uid, state = found
+        cap = _Capture(uid, state.started_ns)
+        cap.seq = state.next_seq
+        cap.count = state.message_count
+        cap.rseq = cap.skip_rseq = state.rseq
+        cap.closed = state.ended
+        for s, position in state.positions.items():
+            cap.streams[s] = _Stream(position)
+        for p in state.pending:
+            cap.pairing.request(Direction(p.direction), p.token, (p.seq, p.t_ns, p.method))
+        self._captures[number] = cap
+        return cap
 
     def _rel(self, cap: _Capture, t_ns: int) -> int:
         return t_ns - cap.started_ns

@@ -1,25 +1,20 @@
-"""The relay's side of recording: hand every byte to the recorder before it is forwarded.
+"""The relay's side of recording: every byte is journaled before it is forwarded.
 
-What belongs here: :class:`RecorderLink`, a relaying process's connection to its recorder
-process (:mod:`acp_proxy.record.child`) — one pipe, records in the wire format — and
-:class:`Tap`, the relay's handle on one capture. ``Tap.chunk`` writes the chunk into the
-pipe, and only then does the relay forward it: the bytes are in a kernel buffer the
-recorder reads, so they are recorded even if this process is killed the next moment
-(docs/recording.md). That write is the relay's only recording work per chunk.
-
-The recorder never holds the relay up: it empties the pipe as fast as it fills. If it dies,
-or stops reading for ``stall_timeout`` seconds, a new one is started and told which captures
-are open; each record carries its stream position, so the new recorder writes down exactly
-what the old one did not get to keep.
+What belongs here: :class:`RecorderLink`, a relaying process's recording — its journal
+(:mod:`acp_proxy.record.journal`) and the recorder process that follows it
+(:mod:`acp_proxy.record.child`) — and :class:`Tap`, the relay's handle on one capture.
+``Tap.chunk`` appends the chunk to the journal, and only then does the relay forward it:
+the bytes are in the page cache, so they are recorded even if this process is killed the
+next moment (docs/recording.md). That append, and a one-byte ring of the recorder's
+doorbell, are the relay's only recording work per chunk; neither ever waits for the
+recorder. If the recorder dies, a new one carries on from where the database says the
+journal was read to: nothing is lost.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import select
-import signal
 import subprocess
 import sys
 import threading
@@ -33,16 +28,13 @@ from typing import Any
 import orjson
 
 from acp_proxy.protocol.frames import Direction, Opcode
+from acp_proxy.record.journal import JournalWriter
 from acp_proxy.record.wire import HEADER, Flag, Stream, Type
 from acp_proxy.store import liveness
 
 __all__ = ["CaptureMeta", "RecorderLink", "Tap", "now_iso"]
 
-_PIPE_SIZE = 1 << 20
-_F_SETPIPE_SZ = 1031
-_STALL_S = 5.0
 _MAX_RESTARTS = 5
-_KEEP_CLOSED = 32  # closed captures still told to a new recorder (late bytes may follow)
 _STREAM = {Direction.CLIENT_TO_AGENT: Stream.C2A, Direction.AGENT_TO_CLIENT: Stream.A2C}
 
 Warn = Callable[[str], None]
@@ -231,7 +223,7 @@ class Tap:
 
 
 class RecorderLink:
-    """A relaying process's recorder: started at once, written to before forwarding."""
+    """A relaying process's recording: its journal, and the recorder that follows it."""
 
     def __init__(
         self,
@@ -239,26 +231,27 @@ class RecorderLink:
         *,
         warn: Warn = stderr_warn,
         in_process: bool = False,
-        stall_timeout: float = _STALL_S,
     ) -> None:
         self.db_path = Path(db_path)
         self.lock = threading.Lock()
         self.identity = liveness.identity()
+        self.journal_id = uuid.uuid4().hex[:16]
         self._warn = warn
-        self._stall = stall_timeout
-        self._fd = -1
+        self._bell = -1
         self._proc: subprocess.Popen[bytes] | None = None
         self._thread: threading.Thread | None = None
-        self._taps: dict[int, Tap] = {}
-        self._closed_taps: list[Tap] = []
         self._next = 1
         self._restarts = 0
-        self._broken = False  # no recorder could be kept running: stop trying
-        self._dropped = 0
+        self._closed = False
+        self._late = 0
         if os.environ.get("ACP_PROXY_RECORDER") == "thread":
             in_process = True
         self._in_process = in_process
-        self._start()
+        self.journal = JournalWriter(self.db_path, self.journal_id, warn=warn)
+        if self.journal.broken:  # nothing to follow: no recorder, losses are counted
+            self._bell = os.open(os.devnull, os.O_WRONLY)
+        else:
+            self._start()
 
     # -- captures ------------------------------------------------------------------------
 
@@ -266,17 +259,15 @@ class RecorderLink:
         with self.lock:
             tap = Tap(self, meta, self._next)
             self._next += 1
-            self._taps[tap.number] = tap
             payload = tap.open_payload()
-            self.send_locked(HEADER.pack(len(payload), Type.OPEN, 0, 0, tap.number, 0, 0,
-                                         time.monotonic_ns()), payload)  # fmt: skip
+            self.journal.declare(tap.number, orjson.loads(payload))
+            head = HEADER.pack(len(payload), Type.OPEN, 0, 0, tap.number, 0, 0,
+                               time.monotonic_ns())  # fmt: skip
+            self.send_locked(head, payload)
             return tap
 
     def closed(self, tap: Tap) -> None:
-        with self.lock:
-            self._taps.pop(tap.number, None)
-            self._closed_taps.append(tap)
-            del self._closed_taps[:-_KEEP_CLOSED]
+        """``tap``'s capture is closed (records may still follow: bytes read late)."""
 
     # -- the recorder --------------------------------------------------------------------
 
@@ -286,19 +277,18 @@ class RecorderLink:
 
     def _start(self) -> None:
         r, w = os.pipe()
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(w, _F_SETPIPE_SZ, _PIPE_SIZE)
         proc = None
         if not self._in_process:
             try:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "acp_proxy.record.child", str(self.db_path)],
+                    [sys.executable, "-m", "acp_proxy.record.child", str(self.db_path),
+                     self.journal_id],
                     stdin=r,
                     stdout=subprocess.DEVNULL,
                     stderr=None,
                     close_fds=True,
                     start_new_session=True,  # a Ctrl-C or a kill of our group spares it
-                )
+                )  # fmt: skip
             except OSError as e:
                 self._warn(f"warning: cannot start the recorder process ({e}); recording here")
         if proc is not None:
@@ -307,7 +297,7 @@ class RecorderLink:
         else:
             from acp_proxy.record.recorder import Recorder
 
-            recorder = Recorder(self.db_path, r, warn=self._warn)
+            recorder = Recorder(self.db_path, self.journal_id, r, warn=self._warn)
 
             def run() -> None:
                 try:
@@ -319,88 +309,62 @@ class RecorderLink:
             self._thread.start()
             self._in_process = True
         os.set_blocking(w, False)
-        self._fd = w
+        self._bell = w
 
     def send_locked(self, head: bytes, payload: bytes) -> None:
-        """Write one record (the caller holds :attr:`lock`)."""
-        if self._broken:
-            self._dropped += len(payload)
+        """Journal one record, then ring the recorder (the caller holds :attr:`lock`).
+
+        The journal never waits for the recorder; a failed write is kept as a loss by the
+        journal itself (a full disk)."""
+        if self._closed:
+            self._late += len(payload)
             return
-        total = len(head) + len(payload)
+        self.journal.write(head, payload)
         try:
-            n = os.writev(self._fd, (head, payload))
+            os.write(self._bell, b"\0")
         except BlockingIOError:
-            n = 0
-        except OSError:
-            self._replace("the recorder process ended")
-            self.send_locked(head, payload)
-            return
-        if n != total:  # rare: the pipe is full
-            self._write_rest(head, payload, n)
+            pass  # it has many rings pending already
+        except OSError:  # the recorder is gone: a new one carries on from the journal
+            self._replace()
 
-    def _write_rest(self, head: bytes, payload: bytes, done: int) -> None:
-        data = memoryview(head + payload)
-        deadline = time.monotonic() + self._stall
-        poller = select.poll()
-        poller.register(self._fd, select.POLLOUT)
-        while done < len(data):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self._replace(f"the recorder read nothing for {self._stall:.0f} s")
-                self.send_locked(head, payload)  # whole again: the new pipe is empty
-                return
-            poller.poll(left * 1000)
-            try:
-                n = os.write(self._fd, data[done:])
-            except BlockingIOError:
-                continue
-            except OSError:
-                self._replace("the recorder process ended")
-                self.send_locked(head, payload)
-                return
-            done += n
-            deadline = time.monotonic() + self._stall
-
-    def _replace(self, why: str) -> None:
-        """Start a new recorder and tell it which captures are open (the caller holds the
-        lock). The loss is worked out by the new one from the positions."""
+    def _replace(self) -> None:
         old = self._proc
         with contextlib.suppress(OSError):
-            os.close(self._fd)
+            os.close(self._bell)
         if old is not None:
-            with contextlib.suppress(ProcessLookupError):
-                old.send_signal(signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 old.wait(2.0)
         self._restarts += 1
         if self._restarts > _MAX_RESTARTS:
-            self._broken = True
+            self._bell = os.open(os.devnull, os.O_WRONLY)
             self._warn(
-                f"warning: {why}; after {_MAX_RESTARTS} restarts recording has stopped; "
-                "traffic is still forwarded"
+                f"warning: the recorder process ended {_MAX_RESTARTS} times; not starting "
+                f"another: traffic is still journaled in {self.journal.path} "
+                f"(bring it in with: acp-proxy import-spill --db {self.db_path})"
             )
             return
-        self._warn(f"warning: {why}; starting a new one (what it had not stored is a gap)")
+        self._warn("warning: the recorder process ended; a new one carries on from the journal")
         self._proc = None
         self._start()
-        for tap in [*self._closed_taps, *self._taps.values()]:
-            payload = tap.open_payload()
-            head = HEADER.pack(len(payload), Type.OPEN, 0, Flag.RESUME, tap.number, 0, 0,
-                               time.monotonic_ns())  # fmt: skip
-            self.send_locked(head, payload)
 
-    def close(self, wait: float = 2.0) -> None:
+    def close(self, wait: float = 0.5) -> None:
         """No more records. The recorder finishes on its own; wait up to ``wait`` seconds
         for it (an in-process recorder is always waited for)."""
         with self.lock:
+            self._closed = True
+            summary = self.journal.summary()
+            self.journal.close()
+            if self._proc is not None and self._proc.poll() is not None:
+                self._replace()  # it died since the last write: one more reads the rest
             with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = -1
-            self._broken = True
+                os.close(self._bell)
+            self._bell = -1
         if self._thread is not None:
             self._thread.join()
         elif self._proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(wait)
-        if self._dropped:
-            self._warn(f"warning: {self._dropped} bytes read after recording ended: not recorded")
+        if summary:
+            self._warn(summary)
+        if self._late:
+            self._warn(f"warning: {self._late} bytes read after recording ended: not recorded")

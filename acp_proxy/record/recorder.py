@@ -1,13 +1,14 @@
-"""A recorder: records from a relay into the database, whatever happens (layer 2).
+"""A recorder: a relay's journal into the database, whatever happens (layer 2).
 
-What belongs here: :class:`Recorder`, which runs the three parts of recording together —
-the :class:`~acp_proxy.record.inbox.Inbox` (the pipe, never blocked), the pure
-:class:`~acp_proxy.record.core.Core` (records to rows) and the
-:class:`~acp_proxy.record.sqlite.Database` — and decides what happens when the database
-does not take a batch: the batch is kept and retried (a lock, a full disk that frees up),
-the inbox keeps the relay's bytes meanwhile, and whatever is still not written when the
-input ends goes to a spill file. Also :func:`import_spills`, which brings spill files and
-ledgers left by recorders that are gone into the database.
+What belongs here: :class:`Recorder`, which follows a relay's journal
+(:class:`~acp_proxy.record.journal.JournalReader`), turns its records into rows with the
+pure :class:`~acp_proxy.record.core.Core`, and commits them with how far the journal has
+been read (:class:`~acp_proxy.record.sqlite.Database`). The journal holds everything until
+it is committed, so the recorder never has to drop anything: when the database does not
+take a batch (a lock, a full disk) the batch is retried, and if the relay is gone and the
+database still refuses, the journal is left as a spill file for the next recorder or
+``import-spill``. Also :func:`import_spills`, which brings in journals and ledgers that
+relays and recorders left behind.
 
 It runs in its own process (:mod:`acp_proxy.record.child`) or, as a fallback, in a thread.
 """
@@ -15,11 +16,9 @@ It runs in its own process (:mod:`acp_proxy.record.child`) or, as a fallback, in
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import sqlite3
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ from acp_proxy.errors import StoreError
 from acp_proxy.protocol.jsonrpc import Info, Kind
 from acp_proxy.record import spill
 from acp_proxy.record.core import Core, Resume
-from acp_proxy.record.inbox import Inbox
+from acp_proxy.record.journal import JournalReader, segment_path
 from acp_proxy.record.rows import FrameRow, Row
 from acp_proxy.record.sqlite import Database, now_iso
 from acp_proxy.record.wire import Record
@@ -39,139 +38,115 @@ __all__ = ["ImportResult", "Recorder", "import_spills"]
 Warn = Callable[[str], None]
 _SPARSE = 64  # fewer records than this in a batch: wait a moment for more
 _COALESCE_S = 0.003
-_HOLD_BYTES = 32 * 1024 * 1024  # rows kept for a database that is not taking them
 _RETRY_S = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
-# At the end of the input, how long a locked database is waited for before spilling.
-_EXIT_PATIENCE_S = float(os.environ.get("ACP_PROXY_RECORDER_PATIENCE", "10"))
+# After the relay is gone, how long a locked database is waited for before leaving the
+# journal as a spill file.
+_PATIENCE_S = float(os.environ.get("ACP_PROXY_RECORDER_PATIENCE", "10"))
 
 
 class Recorder:
-    """Records what arrives on ``fd`` into ``db_path`` until the input ends."""
+    """Records journal ``journal`` (doorbell ``bell``) into ``db_path`` until the relay is
+    gone and everything it wrote is in the database."""
 
     def __init__(
         self,
         db_path: Path,
-        fd: int,
+        journal: str,
+        bell: int,
         *,
         warn: Warn,
-        memory_limit: int | None = None,
         on_input_end: Callable[[], None] | None = None,
-    ):
+    ) -> None:
         self.db_path = Path(db_path)
-        self.id = uuid.uuid4().hex[:12]
+        self.journal = journal
+        self._bell = bell
         self._warn = warn
-        kwargs = {} if memory_limit is None else {"memory_limit": memory_limit}
-        self.inbox = Inbox(
-            fd, self.db_path, recorder_id=self.id, warn=warn, on_end=on_input_end, **kwargs
-        )
-        self.core = Core(lookup=self._lookup)
+        self._on_input_end = on_input_end
         self.db: Database | None = None
+        self.core = Core(lookup=self._lookup)
         self._rows: list[Row] = []  # made by the core, not yet committed
-        self._fed: list[Record] = []  # the records those rows came from
-        self._fed_bytes = 0
-        self._snapshot: list[tuple[Record, list[bytes]]] = []  # unfinished lines, last commit
-        self._index = 0
-        self._held: list[Record] = []  # records waiting for the database to tell their state
-        self._failing: str | None = None  # why the last write failed
-        self._given_up_at: float | None = None
+        self._failing: str | None = None
         self._retry = 0
         self._next_try = 0.0
         self._identity = liveness.identity()
+        self._reader: JournalReader | None = None
+        self._position = 0  # where the journal has been read to
+        self._ended_at: float | None = None
 
     # -- the loop ------------------------------------------------------------------------
 
     def run(self) -> int:
-        """Record until the input ends; returns 0 when everything reached the database."""
-        self.inbox.start()
-        self._open_db()
-        if self.db is not None:
-            import_spills(self.db, warn=self._warn, skip=self.id)
-        while True:
-            if self._held:
-                if not self._can_resume():
-                    if self.inbox.ended and self._given_up():
-                        break  # the input is over and the database will not come back
-                    time.sleep(max(0.01, self._wait()))
-                    continue
-                records: list[Record] | None = self._held
-                self._held = []
-            elif self._failing and self._fed_bytes > _HOLD_BYTES:
-                # the database is not taking rows: leave the rest in the inbox (it overflows
-                # to disk) rather than growing rows in memory
-                if self.inbox.ended and self._given_up():
-                    break
-                time.sleep(max(0.01, self._wait()))
-                self._try_commit()
-                continue
-            else:
-                records = self.inbox.get(timeout=self._wait() if self._rows else None)
-            if records is None:
-                break
-            if records and len(records) < _SPARSE and not self._rows:
-                time.sleep(_COALESCE_S)  # sparse traffic: batch what follows with it
-            self._feed(records)
-        if self._held:  # the input ended while they waited for the database
-            return self._finish()
-        self.core.finish(now_iso())
-        self._rows += self.core.take()
-        return self._finish()
+        """Record until the relay is gone; 0 when everything reached the database."""
 
-    def _feed(self, records: list[Record]) -> None:
-        for i, r in enumerate(records):
-            if self.core.needs_state(r) and not self._can_resume():
-                self._held = records[i:]
-                break
-            self.core.feed(r, self._index)
-            self._index += 1
-            self._fed.append(r)
-            self._fed_bytes += len(r.payload)
-        self._rows += self.core.take()
-        self._try_commit()
-
-    def _given_up(self) -> bool:
-        """After the input ended: whether waiting for the database any longer is pointless."""
-        if self._failing is None or not _transient(self._failing):
-            return True
-        if self._given_up_at is None:
-            self._given_up_at = time.monotonic() + _EXIT_PATIENCE_S
-        return time.monotonic() >= self._given_up_at
-
-    def _wait(self) -> float:
-        return max(0.0, self._next_try - time.monotonic()) if self._failing else 0.5
-
-    def _can_resume(self) -> bool:
-        """State can be read back only from a database that holds everything written."""
-        if self.db is None:
+        while self.db is None:
             self._open_db()
-        if self.db is None:
-            return False
-        self._try_commit()
-        return not self._rows
-
-    def _open_db(self) -> None:
-        if self.db is not None or time.monotonic() < self._next_try:
-            return
+            if self.db is None and not self._wait_for_db():
+                return self._leave("the database could not be opened")
+        assert self.db is not None
+        hold = spill.hold_journal(self.db_path, self.journal)
+        import_spills(self.db, warn=self._warn, skip=self.journal)
+        start = self.db.journal_position(self.journal) or 0
+        reader = self._reader = JournalReader(self.db_path, self.journal, self._bell, start)
+        self._position = start
+        done = False
         try:
-            self.db = Database(
-                self.db_path, recorder_pid=os.getpid(), recorder_start=self._identity
-            )
-        except (StoreError, sqlite3.Error) as e:
-            self._failed(str(e), opening=True)
+            while True:
+                if self._rows and not self._try_commit():
+                    if self._relay_gone() and self._given_up():
+                        return self._leave(self._failing or "the database refused")
+                    time.sleep(max(0.01, self._next_try - time.monotonic()))
+                    continue
+                batch = reader.read(timeout=None)
+                if batch is None:
+                    break
+                if len(batch) < _SPARSE:
+                    time.sleep(_COALESCE_S)  # sparse traffic: batch what follows with it
+                    batch += reader.read(timeout=0) or []
+                self._feed(batch)
+            self._input_ended()
+            self.core.finish(now_iso())
+            self._rows += self.core.take()
+            while not self._try_commit():
+                if self._given_up():
+                    return self._leave(self._failing or "the database refused")
+                time.sleep(max(0.01, self._next_try - time.monotonic()))
+            if reader.finish():
+                self._warn(
+                    f"the journal {self.journal} ends with {reader.cut} bytes of a cut record"
+                )
+            reader.remove_before(self._position + (1 << 40))
+            self.db.forget_journal(self.journal)
+            done = True
+            return 0
+        finally:
+            reader.close()
+            if self.db is not None:
+                self.db.close()
+            if hold is not None:
+                spill.release_journal(self.db_path, self.journal, hold, done=done)
 
-    def _lookup(self, uid: str) -> Resume | None:
-        return self.db.resume(uid) if self.db is not None else None
+    def _feed(self, batch: list[tuple[int, Record]]) -> None:
+        for pos, rec in batch:
+            self.core.feed(rec, pos)
+        if batch:
+            self._position = batch[-1][0] + 1
+        self._rows += self.core.take()
+        self._try_commit()
+
+    def _committed_position(self) -> int:
+        """Where a recorder starting over must read from: the oldest record an unfinished
+        line still needs, else the end of what was read."""
+        oldest = self.core.oldest_needed()
+        return min(oldest, self._position) if oldest is not None else self._position
 
     def _try_commit(self) -> bool:
         if not self._rows:
             return True
         if self._failing and time.monotonic() < self._next_try:
             return False
-        if self.db is None:
-            self._open_db()
-            if self.db is None:
-                return False
+        assert self.db is not None
         try:
-            self.db.write(self._rows)
+            self.db.write(self._rows, self.journal, self._committed_position())
         except sqlite3.Error as e:
             self._failed(str(e))
             return False
@@ -183,9 +158,8 @@ class Recorder:
         self._failing = None
         self._retry = 0
         self._rows = []
-        self._fed = []
-        self._fed_bytes = 0
-        self._snapshot = self.core.unfinished()
+        if self._reader is not None:
+            self._reader.remove_before(self._committed_position())
         return True
 
     def _salvage(self) -> None:
@@ -208,57 +182,80 @@ class Recorder:
                     continue
             self._warn(f"warning: could not store a {type(row).__name__}; left out")
         self._rows = []
-        self._fed = []
-        self._fed_bytes = 0
-        self._snapshot = self.core.unfinished()
+        self.db.write([], self.journal, self._committed_position())
 
-    def _failed(self, why: str, *, opening: bool = False) -> None:
+    def _failed(self, why: str) -> None:
         if self._failing is None:
-            if opening and not self.inbox.can_spill():
-                self._warn(
-                    f"warning: cannot record into {self.db_path} ({why}) nor write beside it; "
-                    "traffic is still forwarded but NOT recorded"
-                )
-            else:
-                self._warn(
-                    f"warning: cannot write recordings database {self.db_path} ({why}); "
-                    "traffic is still forwarded and kept until it can be written"
-                )
+            self._warn(
+                f"warning: cannot write recordings database {self.db_path} ({why}); traffic "
+                "is still forwarded and kept beside it until it can be written"
+            )
         self._failing = why
         self._next_try = time.monotonic() + _RETRY_S[min(self._retry, len(_RETRY_S) - 1)]
         self._retry += 1
 
-    def _finish(self) -> int:
-        while self._rows and not self._try_commit() and not self._given_up():
-            time.sleep(max(0.01, self._wait()))
-        ok = not self._rows and not self._held
-        if not ok:
-            head = [r._replace(payload=b"".join(parts)) for r, parts in self._snapshot]
-            files, frames, size = self.inbox.drain_to_spill([*head, *self._fed, *self._held])
-            self.inbox.lost_frames += frames
-            self.inbox.lost_bytes += size
-            if files:
-                self._warn(
-                    f"warning: {self.db_path} could not be written ({self._failing}); what "
-                    f"was not recorded is in {', '.join(str(f) for f in files)} (bring it in "
-                    f"with: acp-proxy import-spill --db {self.db_path})"
-                )
-        lost, size = self.inbox.lost_frames, self.inbox.lost_bytes
-        if lost or size:
-            if ok:
-                where = "; the loss is written down as gaps"
-            elif self.inbox.can_spill():
-                where = "; the loss is written down when the database can be written"
-            else:
-                where = ""
-            self._warn(
-                f"warning: {lost} frames ({size} bytes) were forwarded but could not be "
-                f"recorded{where}"
+    def _lookup(self, number: int) -> tuple[str, Resume] | None:
+        return self.db.lookup(self.journal, number) if self.db is not None else None
+
+    # -- the database and the end --------------------------------------------------------
+
+    def _open_db(self) -> None:
+        try:
+            self.db = Database(
+                self.db_path, recorder_pid=os.getpid(), recorder_start=self._identity
             )
-        self.inbox.finished(all_written=ok)
-        if self.db is not None:
-            self.db.close()
-        return 0 if ok else 1
+        except (StoreError, sqlite3.Error) as e:
+            self._failed(str(e))
+
+    def _wait_for_db(self) -> bool:
+        """Wait a while for the database to open; False once waiting is pointless (the
+        relay is gone and the reason is not a lock)."""
+        if self._relay_gone() and self._given_up():
+            return False
+        time.sleep(max(0.05, self._next_try - time.monotonic()))
+        return True
+
+    def _relay_gone(self) -> bool:
+        gone = not self._reader.bell_open if self._reader is not None else _closed(self._bell)
+        if gone:
+            self._input_ended()
+        return gone
+
+    def _input_ended(self) -> None:
+        if self._ended_at is None:
+            self._ended_at = time.monotonic()
+            if self._on_input_end is not None:
+                self._on_input_end()
+
+    def _given_up(self) -> bool:
+        """After the relay is gone: whether waiting for the database any longer is
+        pointless (it is not a lock that will go away, or patience ran out)."""
+        if self._failing is None:
+            return False
+        if not _transient(self._failing):
+            return True
+        assert self._ended_at is not None
+        return time.monotonic() - self._ended_at >= _PATIENCE_S
+
+    def _leave(self, why: str) -> int:
+        """The relay is gone and the database cannot be written: the journal stays, as a
+        spill file, for the next recorder or ``import-spill``."""
+        first = self._reader.seq if self._reader is not None else 0
+        files = []
+        for seq in range(first, first + 1_000_000):
+            path = segment_path(self.db_path, self.journal, seq)
+            if not path.exists():
+                break
+            files.append(str(path))
+        if files:
+            self._warn(
+                f"warning: {self.db_path} could not be written ({why}); what was not recorded "
+                f"is kept in {', '.join(files)} (bring it in with: acp-proxy import-spill "
+                f"--db {self.db_path})"
+            )
+        else:
+            self._warn(f"warning: {self.db_path} could not be written ({why}); nothing was kept")
+        return 1
 
 
 def _transient(why: str) -> bool:
@@ -266,7 +263,20 @@ def _transient(why: str) -> bool:
     return "locked" in why or "busy" in why
 
 
-# -- bringing in what recorders left behind ------------------------------------------------
+def _closed(fd: int) -> bool:
+    """Whether the doorbell's writer is gone (read end at EOF with nothing pending)."""
+    import select
+
+    ready, _, _ = select.select([fd], [], [], 0)
+    if not ready:
+        return False
+    try:
+        return os.read(fd, 65536) == b""
+    except OSError:
+        return True
+
+
+# -- bringing in what relays and recorders left behind -------------------------------------
 
 
 @dataclass(slots=True)
@@ -274,24 +284,24 @@ class ImportResult:
     path: Path
     frames: int = 0
     cut: int = 0
-    skipped: str | None = None  # why the file was left as it is
+    skipped: str | None = None  # why the journal was left as it is
 
 
 def import_spills(
     db: Database,
-    files: list[Path] | None = None,
+    journals: list[str] | None = None,
     *,
     warn: Warn,
     skip: str | None = None,
 ) -> list[ImportResult]:
-    """Bring spill files (default: every one next to the database that no live recorder
-    holds) and ledgers of recorders that are gone into ``db``."""
+    """Bring journals nobody holds any more (default: every one next to the database)
+    and ledgers of relays that are gone into ``db``."""
     results = []
-    for path in files if files is not None else spill.spill_files(db.path):
-        if skip and f".spill.{skip}." in path.name:
-            continue
-        results.append(_import_one(db, path, warn))
-    if files is None:
+    names = journals if journals is not None else spill.journal_names(db.path)
+    for name in names:
+        if name != skip:
+            results.append(_import_journal(db, name, warn))
+    if journals is None:
         for ledger in spill.ledger_files(db.path):
             if (skip and ledger.name.endswith(skip)) or spill.is_locked(ledger):
                 continue
@@ -306,59 +316,57 @@ def import_spills(
     return results
 
 
-def _import_one(db: Database, path: Path, warn: Warn) -> ImportResult:
-    result = ImportResult(path)
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError as e:
-        result.skipped = e.strerror
+def _import_journal(db: Database, journal: str, warn: Warn) -> ImportResult:
+    first = spill.first_segment(db.path, journal)
+    result = ImportResult(segment_path(db.path, journal, first if first is not None else 0))
+    if first is None:
+        result.skipped = "no such journal"
         return result
+    lock = spill.take_journal(db.path, journal)
+    if lock is None:
+        result.skipped = "still in use by a running relay or recorder"
+        return result
+    done = False
     try:
+        start = db.journal_position(journal)
+        start = max(start or 0, first << 40)
+        core = Core(lookup=lambda n: db.lookup(journal, n))
+        reader = JournalReader(db.path, journal, None, start)
+        position = start
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            result.skipped = "still being written by a running recorder"
-            return result
-        core = Core(lookup=db.resume)
-        reader = spill.Reader(path)
-        try:
-            index = 0
-            for records in reader:
-                for r in records:
-                    core.feed(r, index)
-                    index += 1
+            while (batch := reader.read()) is not None:
+                for pos, rec in batch:
+                    core.feed(rec, pos)
+                    position = pos + 1
                 rows = core.take()
-                result.frames += sum(1 for row in rows if isinstance(row, FrameRow))
-                db.write(rows)
-            result.cut = reader.cut()
-            ended = [
-                uid
-                for uid in core.captures().values()
-                if (state := db.resume(uid)) is not None and not state.ended
-            ]
-            if ended and not _relays_alive(db, ended):
+                result.frames += sum(1 for r in rows if isinstance(r, FrameRow))
+                oldest = core.oldest_needed()
+                db.write(rows, journal, min(oldest, position) if oldest is not None else position)
+            result.cut = reader.finish()
+            gone = [uid for uid in core.captures().values() if not _relay_alive(db, uid)]
+            if gone:
                 core.finish(now_iso())
-                db.write(core.take())
+                db.write(core.take(), journal, position)
+            reader.remove_before(position + (1 << 40))
+            db.forget_journal(journal)
+            done = True
         finally:
             reader.close()
         if result.cut:
             warn(
-                f"{path}: the last {result.cut} bytes are an incomplete record (the file was cut "
-                "short, a full disk most likely); every complete record was imported"
+                f"{result.path}: the last {result.cut} bytes are an incomplete record (the "
+                "file was cut short, a full disk most likely); every complete record was "
+                "imported"
             )
-        os.unlink(path)
     except sqlite3.Error as e:
         result.skipped = f"database: {e}"
     finally:
-        os.close(fd)
+        spill.release_journal(db.path, journal, lock, done=done)
     return result
 
 
-def _relays_alive(db: Database, uids: list[str]) -> bool:
-    for uid in uids:
-        row = db.conn.execute(
-            "SELECT proxy_pid, proxy_start FROM captures WHERE uid = ?", [uid]
-        ).fetchone()
-        if row is not None and liveness.alive(row[0], row[1]):
-            return True
-    return False
+def _relay_alive(db: Database, uid: str) -> bool:
+    row = db.conn.execute(
+        "SELECT proxy_pid, proxy_start FROM captures WHERE uid = ?", [uid]
+    ).fetchone()
+    return row is not None and liveness.alive(row[0], row[1])

@@ -1,4 +1,4 @@
-"""Spill files and loss ledgers next to the database (layer 2).
+"""Journal files left behind, and loss ledgers, next to the database (layer 2).
 
 What belongs here: the files a recorder writes beside the database when it cannot write
 the database itself, or not fast enough — their names, modes and locks, writing and reading
@@ -19,15 +19,21 @@ import bisect
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from acp_proxy.record.wire import Record, RecordReader, Type, encode
-
-__all__ = ["Ledger", "Reader", "Writer", "ledger_files", "spill_files"]
+__all__ = [
+    "Ledger",
+    "first_segment",
+    "hold_journal",
+    "journal_names",
+    "journal_of",
+    "ledger_files",
+    "read_ledger",
+    "spill_files",
+]
 
 LEDGER_SIZE = 64 * 1024
 _LEDGER_RANGES = 400
@@ -80,6 +86,59 @@ def _create_private(path: Path, *, append: bool = True) -> int:
     return fd
 
 
+def journal_names(db_path: Path) -> list[str]:
+    """The journals that have segments next to ``db_path``, oldest first."""
+    return list(dict.fromkeys(journal_of(db_path, f) for f in spill_files(db_path)))
+
+
+def journal_of(db_path: Path, f: Path) -> str:
+    return f.name[len(Path(db_path).name) :].split(".")[2]
+
+
+def first_segment(db_path: Path, journal: str) -> int | None:
+    p = Path(db_path)
+    seqs = [
+        int(f.name.split(".")[-2])
+        for f in p.parent.glob(f"{p.name}.spill.{journal}.*.acp")
+        if f.name.split(".")[-2].isdigit()
+    ]
+    return min(seqs) if seqs else None
+
+
+def hold_journal(db_path: Path, journal: str) -> int | None:
+    """Mark journal ``journal`` as in use for as long as the returned descriptor is open
+    (its relay, or its recorder): an import leaves a journal alone while anyone holds it."""
+    path = Path(f"{db_path}.spill.{journal}.lock")
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_RDONLY, 0o600)
+    except OSError:
+        return None
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return fd
+
+
+def take_journal(db_path: Path, journal: str) -> int | None:
+    """Hold ``journal`` alone (to import it), or None when someone still holds it."""
+    path = Path(f"{db_path}.spill.{journal}.lock")
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_RDONLY, 0o600)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def release_journal(db_path: Path, journal: str, fd: int, *, done: bool) -> None:
+    if done:
+        with contextlib.suppress(OSError):
+            Path(f"{db_path}.spill.{journal}.lock").unlink()
+    os.close(fd)
+
+
 def is_locked(path: Path) -> bool:
     """Whether a live process holds ``path`` (a recorder still writing it)."""
     try:
@@ -93,98 +152,6 @@ def is_locked(path: Path) -> bool:
     finally:
         os.close(fd)
     return False
-
-
-class Writer:
-    """A spill file being written (by one thread)."""
-
-    def __init__(self, path: Path, fd: int) -> None:
-        self.path = path
-        self._fd = fd
-        self.written = 0
-
-    @classmethod
-    def create(
-        cls,
-        db_path: Path,
-        recorder_id: str,
-        opens: dict[int, dict[str, Any]],
-        *,
-        seq: int,
-    ) -> Writer:
-        """A new spill file, number ``seq`` of its recorder (files are imported in that
-        order), starting with the context of ``opens`` (capture number → OPEN payload).
-        Raises ``OSError``."""
-        db_path = Path(db_path)
-        name = f"{db_path.name}.spill.{recorder_id}.{seq:06d}.acp"
-        path = db_path.parent / name
-        fd = _create_private(path)
-        w = cls(path, fd)
-        context = orjson.dumps({"captures": {str(k): v for k, v in opens.items()}})
-        try:
-            w.write(encode(Record(Type.CONTEXT, 0, 0, 0, 0, 0, 0, context)))
-        except OSError:
-            w.close()
-            with contextlib.suppress(OSError):
-                path.unlink()
-            raise
-        return w
-
-    def write(self, data: bytes) -> None:
-        """Append ``data`` whole, or not at all: on an error (a full disk) the file is cut
-        back to where it was, so it always ends at a record boundary."""
-        before = self.written
-        view = memoryview(data)
-        try:
-            while view:
-                n = os.write(self._fd, view)
-                self.written += n
-                view = view[n:]
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, before)
-            self.written = before
-            raise
-        finally:
-            view.release()
-
-    def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-
-class Reader:
-    """Reads a spill file's records, for the recorder that is writing it or for an import."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._f = open(path, "rb")  # noqa: SIM115 - kept open across reads
-        self._records = RecordReader()
-        self.offset = 0
-
-    def read(self, upto: int | None = None, max_bytes: int = 8 << 20) -> list[Record]:
-        """The next whole records, reading at most ``max_bytes`` (and not past ``upto``)."""
-        want = max_bytes if upto is None else min(max_bytes, upto - self.offset)
-        if want <= 0:
-            return []
-        data = self._f.read(want)
-        self.offset += len(data)
-        return self._records.feed(data)
-
-    def __iter__(self) -> Iterator[list[Record]]:
-        while True:
-            records = self.read()
-            if not records and self._f.tell() >= os.fstat(self._f.fileno()).st_size:
-                return
-            yield records
-
-    def cut(self) -> int:
-        """Bytes of an incomplete last record (a file cut short by a full disk)."""
-        return self._records.cut()
-
-    def close(self) -> None:
-        self._f.close()
 
 
 class Ledger:
@@ -230,6 +197,31 @@ class Ledger:
         _merge(ranges, start, end, frames)
         if len(ranges) > _LEDGER_RANGES:  # keep it small: one range from first to last
             ranges[:] = [[ranges[0][0], ranges[-1][1], sum(r[2] for r in ranges)]]
+        self._write()
+
+    def forget(self, uid: str | None, stream: int, start: int, end: int, frames: int) -> None:
+        """``start`` … ``end`` is written down elsewhere now (in the journal, as ``LOST``)."""
+        if uid is None:
+            return
+        ranges = self._ranges.get((uid, stream))
+        if not ranges:
+            return
+        out: list[list[int]] = []
+        for a, b, f in ranges:
+            if b <= start or a >= end:
+                out.append([a, b, f])
+                continue
+            left = [a, start, 0] if a < start else None
+            right = [end, b, 0] if b > end else None
+            rest = max(0, f - frames)
+            frames = max(0, frames - f)
+            for piece in (left, right):
+                if piece is not None:
+                    piece[2], rest = rest, 0
+                    out.append(piece)
+        ranges[:] = out
+        if not ranges:
+            del self._ranges[(uid, stream)]
         self._write()
 
     def _write(self) -> None:

@@ -55,6 +55,8 @@ _OPEN_COLUMNS = (
     "started_at",
     "started_ns",
     "label",
+    "journal",
+    "journal_number",
 )
 _SETTABLE = frozenset(
     {
@@ -147,6 +149,27 @@ class Database:
             cid = self._ids[uid] = int(row[0])
         return cid
 
+    def journal_position(self, journal: str) -> int | None:
+        """How far ``journal`` has been read into the database (None: not at all)."""
+        row = self.conn.execute(
+            "SELECT position FROM journals WHERE name = ?", [journal]
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def forget_journal(self, journal: str) -> None:
+        self.conn.execute("DELETE FROM journals WHERE name = ?", [journal])
+
+    def lookup(self, journal: str, number: int) -> tuple[str, Resume] | None:
+        """Capture ``number`` of ``journal``: its uid and where it stands."""
+        row = self.conn.execute(
+            "SELECT uid FROM captures WHERE journal = ? AND journal_number = ?",
+            [journal, number],
+        ).fetchone()
+        if row is None:
+            return None
+        state = self.resume(row[0])
+        return None if state is None else (row[0], state)
+
     def resume(self, uid: str) -> Resume | None:
         """Where capture ``uid`` stands, or None when the database does not have it."""
         row = self.conn.execute(
@@ -187,12 +210,23 @@ class Database:
 
     # -- writing -------------------------------------------------------------------------
 
-    def write(self, rows: Sequence[Row]) -> None:
-        """Write ``rows`` in one transaction; raises ``sqlite3.Error`` (rolled back)."""
+    def write(
+        self, rows: Sequence[Row], journal: str | None = None, position: int | None = None
+    ) -> None:
+        """Write ``rows`` in one transaction, with how far ``journal`` has been read
+        (``position``: rows and position land together or not at all); raises
+        ``sqlite3.Error`` (rolled back)."""
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             self._write(rows)
+            if journal is not None and position is not None:
+                conn.execute(
+                    "INSERT INTO journals (name, position, updated_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT (name) DO UPDATE SET position = excluded.position, "
+                    "updated_at = excluded.updated_at",
+                    [journal, position, now_iso()],
+                )
             conn.execute("COMMIT")
         except BaseException:
             with contextlib.suppress(sqlite3.Error):

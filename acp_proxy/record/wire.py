@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 __all__ = [
     "HEADER",
+    "HEADER_SIZE",
     "Flag",
     "Record",
     "RecordReader",
@@ -54,8 +55,8 @@ class Type(enum.IntEnum):
     UPDATE = 8  # JSON: capture columns to set
     CLOSE = 9  # JSON: capture columns to set at its end, and "positions"
     UNDELIVERED = 10  # the bytes at position onwards could not be written to the peer
-    LOST = 11  # JSON: a range the recorder could not keep (written by the recorder)
-    CONTEXT = 12  # JSON: the OPEN payloads a spill file's records refer to
+    LOST = 11  # JSON: a range that could not be written to the journal
+    NEXT = 13  # the journal goes on in segment ``position``
 
 
 class Stream(enum.IntEnum):
@@ -71,7 +72,6 @@ class Flag(enum.IntFlag):
     TERMINATED = 2  # MESSAGE: a bridge's stdio leg carried it as a line ending in \n
     OVERSIZE = 4  # MESSAGE: a piece of a stdio line over the size limit (not forwarded)
     UNDELIVERED = 8  # CHUNK/MESSAGE: the peer could not be written to any more
-    RESUME = 16  # OPEN: the capture was opened before (a recorder restarted)
 
 
 class Record(NamedTuple):

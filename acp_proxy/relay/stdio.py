@@ -26,7 +26,7 @@ from types import FrameType
 from acp_proxy.errors import AgentSpawnError
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
-from acp_proxy.transports.stdio import exit_status, pump, spawn_agent
+from acp_proxy.transports.stdio import exit_status, pump, spawn_agent, widen_pipe
 
 __all__ = ["DEFAULT_GRACE", "record_stdio"]
 
@@ -57,6 +57,8 @@ def record_stdio(
     spawned = time.monotonic_ns()
     tap.update(pid=proc.pid)
     tap.event("spawn", pid=proc.pid, argv=list(argv))
+    for fd in (stdin_fd, stdout_fd):
+        widen_pipe(fd)  # our own stdin and stdout, when the editor gave us pipes
     client_eof = threading.Event()
     restore = _forward_signals(proc, tap)
     try:
@@ -112,6 +114,7 @@ def _start_pumps(
         )
         tap.end_stream(a2c)
         tap.event("agent_eof")
+        _let_go(stdout_fd)  # the client sees the end now, not when we exit
 
     def agent_stderr() -> None:
         pump(agent_err.fileno(), stderr_fd, tap.stderr)
@@ -123,6 +126,15 @@ def _start_pumps(
     for t in threads:
         t.start()
     return threads
+
+
+def _let_go(fd: int) -> None:
+    """Close our end of ``fd`` without freeing the descriptor number (it becomes
+    /dev/null), so nothing written later can land in another file."""
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
 
 
 def _undelivered(tap: Tap, direction: Direction, kind: str, e: OSError) -> None:

@@ -136,5 +136,14 @@ ALTER TABLE captures ADD COLUMN c2a_position INTEGER NOT NULL DEFAULT 0;  -- byt
 ALTER TABLE captures ADD COLUMN a2c_position INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE captures ADD COLUMN stderr_position INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE captures ADD COLUMN rseq INTEGER NOT NULL DEFAULT 0;          -- last record kept
+ALTER TABLE captures ADD COLUMN journal TEXT;              -- the journal its records came in
+ALTER TABLE captures ADD COLUMN journal_number INTEGER;    -- its number in that journal
+CREATE INDEX captures_journal ON captures (journal, journal_number) WHERE journal IS NOT NULL;
+-- How far each journal has been read into the database (docs/recording.md).
+CREATE TABLE journals (
+    name            TEXT PRIMARY KEY,
+    position        INTEGER NOT NULL,          -- (segment << 40) | byte offset
+    updated_at      TEXT NOT NULL
+);
 UPDATE captures SET finished_at = COALESCE(ended_at, started_at), end_reason = 'closed'
   WHERE ended_at IS NOT NULL;

@@ -8,7 +8,9 @@ copy of each chunk to a callback before writing it on; it never parses or waits 
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import os
 import shutil
 import subprocess
@@ -17,9 +19,11 @@ from collections.abc import Callable, Sequence
 
 from acp_proxy.errors import AgentSpawnError
 
-__all__ = ["CHUNK", "exit_status", "pump", "spawn_agent", "write_all"]
+__all__ = ["CHUNK", "exit_status", "pump", "spawn_agent", "widen_pipe", "write_all"]
 
 CHUNK = 1 << 20
+_PIPE_SIZE = 1 << 20
+_F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, Linux
 
 
 def spawn_agent(argv: Sequence[str], *, cwd: str | None = None) -> subprocess.Popen[bytes]:
@@ -30,7 +34,7 @@ def spawn_agent(argv: Sequence[str], *, cwd: str | None = None) -> subprocess.Po
     if os.sep not in program and shutil.which(program) is None:
         raise AgentSpawnError(f"agent command not found: {program}", 127)
     try:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -48,6 +52,19 @@ def spawn_agent(argv: Sequence[str], *, cwd: str | None = None) -> subprocess.Po
     except OSError as e:
         code = 126 if e.errno in (errno.ENOEXEC, errno.EACCES, errno.EISDIR) else 127
         raise AgentSpawnError(f"cannot start agent {program}: {e.strerror}", code) from e
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        assert pipe is not None
+        widen_pipe(pipe.fileno())
+    return proc
+
+
+def widen_pipe(fd: int) -> None:
+    """Give a pipe a 1 MiB buffer (the kernel's default is 64 KiB), if ``fd`` is one.
+
+    A flood then moves in large reads and writes instead of waking the writer, the relay
+    and the reader for every 64 KiB; what crosses the pipe is unchanged."""
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_SIZE)
 
 
 def exit_status(returncode: int) -> tuple[int, int | None]:

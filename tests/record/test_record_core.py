@@ -30,10 +30,9 @@ class Script:
         self.t += 10
         return Record(type_, stream, flags, self.number, self.rseq, position, self.t, payload)
 
-    def open(self, resume: bool = False) -> Script:
+    def open(self) -> Script:
         meta = {"uid": self.uid, "transport": "stdio", "started_ns": 1_000}
-        flags = Flag.RESUME if resume else 0
-        self.core.feed(Record(Type.OPEN, 0, flags, self.number, 0, 0, 1_000, orjson.dumps(meta)))
+        self.core.feed(Record(Type.OPEN, 0, 0, self.number, 0, 0, 1_000, orjson.dumps(meta)))
         return self
 
     def chunk(self, stream: int, data: bytes, *, at: int | None = None) -> Script:
@@ -168,7 +167,9 @@ def test_records_already_seen_are_skipped_so_imports_are_idempotent() -> None:
     assert [f.raw for f in fs] == [b'{"a":1}', b'{"b":2}']
 
 
-def test_a_resumed_capture_carries_on_from_the_database() -> None:
+def test_a_capture_the_journal_opened_earlier_carries_on_from_the_database() -> None:
+    # a recorder that starts part way through a journal (the last one stopped) finds the
+    # capture by its number, and carries on where the database stands
     state = Resume(
         started_ns=1_000,
         next_seq=5,
@@ -177,8 +178,8 @@ def test_a_resumed_capture_carries_on_from_the_database() -> None:
         positions={C2A: 40, A2C: 0},
         pending=[Pending("c2a", "3", 4, 500, "session/prompt")],
     )
-    core = Core(lookup=lambda uid: state if uid == "u1" else None)
-    s = Script(core).open(resume=True)
+    core = Core(lookup=lambda n: ("u1", state) if n == 1 else None)
+    s = Script(core)
     s.rseq = 9
     s.chunk(C2A, b'{"x":0}\n', at=32)  # 32..39 in the database already
     s.chunk(C2A, b'{"y":1}\n', at=40)

@@ -1,0 +1,391 @@
+"""The journal: where a relay puts every byte before forwarding it (layer 2).
+
+What belongs here: the files that carry records (:mod:`acp_proxy.record.wire`) from a
+relaying process to its recorder — writing them (:class:`JournalWriter`, in the relay) and
+following them (:class:`JournalReader`, in the recorder) — with the doorbell pipe that says
+"more was written" and, when it closes, "the relay is gone".
+
+A journal is a sequence of segment files next to the database,
+``<db>.spill.<journal>.<n>.acp`` (mode 0600). The relay appends each record with one
+``writev`` — a write into the page cache, which never waits for the recorder and outlives
+the relay's process (so what was forwarded is recorded even after a SIGKILL) — and starts
+a new segment past a size, ending the old one with a ``NEXT`` record. The recorder reads
+them in order, commits rows together with how far it has read, and deletes segments it
+has finished. A journal nobody holds any more (its relay and recorder are gone, say the
+database could not be written) is a spill file: the next recorder, or ``import-spill``,
+brings it in.
+
+When a write fails (a full disk), the relay forwards anyway and keeps the loss — capture,
+stream, exact range, lines — to write as a ``LOST`` record as soon as the journal takes
+writes again, and in the ledger reserved at start (:mod:`acp_proxy.record.spill`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import select
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from acp_proxy.record import spill
+from acp_proxy.record.wire import HEADER, HEADER_SIZE, Record, RecordReader, Stream, Type
+
+__all__ = ["JournalReader", "JournalWriter", "position", "segment_path"]
+
+SEGMENT_BYTES = 64 * 1024 * 1024
+_SEQ_BITS = 40  # a position is (segment << 40) | offset: one integer, ordered
+
+Warn = Callable[[str], None]
+
+
+def segment_path(db_path: Path, journal: str, seq: int) -> Path:
+    db_path = Path(db_path)
+    return db_path.parent / f"{db_path.name}.spill.{journal}.{seq:06d}.acp"
+
+
+def position(seq: int, offset: int) -> int:
+    """A place in a journal as one ordered integer."""
+    return (seq << _SEQ_BITS) | offset
+
+
+def split_position(pos: int) -> tuple[int, int]:
+    return pos >> _SEQ_BITS, pos & ((1 << _SEQ_BITS) - 1)
+
+
+def _data_size(type_: int, payload_len: int) -> int:
+    """How far a record moves its stream's position."""
+    if type_ == Type.MESSAGE:
+        return 1
+    return payload_len if type_ in (Type.CHUNK, Type.STDERR) else 0
+
+
+def _make_dirs(directory: Path) -> None:
+    """Create ``directory`` and any missing parent, each 0700 (recordings hold secrets)."""
+    missing = []
+    d = directory
+    while not d.exists():
+        missing.append(d)
+        d = d.parent
+    for m in reversed(missing):
+        os.mkdir(m, 0o700)
+
+
+def _reason(e: OSError, path: Path) -> str:
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                return f"{parent} is not a directory"
+            break
+    return e.strerror or str(e)
+
+
+class _Loss:
+    __slots__ = ("end", "frames", "start")
+
+    def __init__(self, start: int) -> None:
+        self.start = self.end = start
+        self.frames = 0
+
+
+class JournalWriter:
+    """The relay's end. Not thread-safe: the caller serialises writes (one lock)."""
+
+    def __init__(
+        self,
+        db_path: Path,
+        journal: str,
+        *,
+        warn: Warn,
+        segment_bytes: int = SEGMENT_BYTES,
+    ) -> None:
+        self.db_path = Path(db_path)
+        self.journal = journal
+        self._warn = warn
+        self._limit = segment_bytes
+        self.seq = -1
+        self._fd = -1
+        self._size = 0
+        self._losses: dict[tuple[int, int], _Loss] = {}
+        self._metas: dict[int, dict[str, Any]] = {}
+        self.lost_frames = 0
+        self.lost_bytes = 0
+        self._failing: str | None = None
+        self._said = False
+        self.broken = False  # the journal could not even be started
+        self.ledger = spill.Ledger(self.db_path, journal)
+        self.ledger.reserve()
+        self._lock = spill.hold_journal(self.db_path, journal)
+        self._open_next()
+
+    @property
+    def path(self) -> Path:
+        return segment_path(self.db_path, self.journal, self.seq)
+
+    def _open_next(self) -> None:
+        """Start the next segment; the current one (if any) ends with a ``NEXT`` record."""
+        seq = self.seq + 1
+        path = segment_path(self.db_path, self.journal, seq)
+        try:
+            _make_dirs(path.parent)
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND, 0o600)
+        except OSError as e:
+            if seq == 0:  # not even the first: nothing of this relay can be recorded
+                self._fail(
+                    f"cannot record into {self.db_path} ({_reason(e, path)}); traffic is still "
+                    "forwarded but NOT recorded",
+                    full=True,
+                )
+                self.broken = True
+            else:
+                self._fail(f"cannot create {path}: {_reason(e, path)}")
+            return
+        self.broken = False
+        old = self._fd
+        if old >= 0:
+            nxt = HEADER.pack(0, Type.NEXT, 0, 0, 0, 0, seq, 0)
+            try:
+                os.write(old, nxt)
+            except OSError:
+                os.close(fd)
+                os.unlink(path)
+                raise
+            os.close(old)
+        self._fd, self.seq, self._size = fd, seq, 0
+
+    def declare(self, number: int, meta: dict[str, Any]) -> None:
+        """What is known of capture ``number``, for the ledger."""
+        self._metas[number] = meta
+
+    def write(self, head: bytes, payload: bytes) -> bool:
+        """Append one record whole; False when it could not be (the loss is kept)."""
+        if self._losses and not self._write_losses():
+            self._lose(head, payload)
+            return False
+        if not self._append(head, payload):
+            self._lose(head, payload)
+            return False
+        if self._size >= self._limit:
+            with contextlib.suppress(OSError):
+                self._open_next()
+        return True
+
+    def _append(self, head: bytes, payload: bytes) -> bool:
+        if self._fd < 0:
+            self._open_next()
+            if self._fd < 0:
+                return False
+        total = len(head) + len(payload)
+        try:
+            n = os.writev(self._fd, (head, payload))
+        except OSError as e:
+            self._fail(f"cannot write {self.path}: {e.strerror}")
+            return False
+        if n != total:  # out of space part way: the journal must end at a record boundary
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)
+            self._fail(f"cannot write {self.path}: {os.strerror(errno.ENOSPC)}")
+            return False
+        self._size += total
+        self._failing = None
+        return True
+
+    def _fail(self, why: str, *, full: bool = False) -> None:
+        """Say it once; :meth:`summary` gives the count at the end."""
+        if not self._said:
+            self._said = True
+            self._warn(
+                f"warning: {why}"
+                if full
+                else f"warning: {why}; traffic is still forwarded; what cannot be recorded "
+                "is counted and written down as lost"
+            )
+        self._failing = why
+
+    def summary(self) -> str | None:
+        """One line on what could not be recorded, or None when everything was."""
+        if not (self.lost_frames or self.lost_bytes):
+            return None
+        where = f"; the loss is noted in {self.ledger.path}" if self.ledger.reserved else ""
+        return (
+            f"warning: {self.lost_frames} frames ({self.lost_bytes} bytes) were forwarded but "
+            f"could not be recorded{where}"
+        )
+
+    def _lose(self, head: bytes, payload: bytes) -> None:
+        _, type_, stream, _, capture, _, pos, _ = HEADER.unpack_from(head)
+        size = _data_size(type_, len(payload))
+        if not size:
+            return  # events and updates are small; the gap covers what they were about
+        key = (capture, stream)
+        loss = self._losses.get(key)
+        if loss is None:
+            loss = self._losses[key] = _Loss(pos)
+        loss.end = pos + size
+        frames = 1 if type_ == Type.MESSAGE else payload.count(b"\n")
+        if stream == Stream.STDERR:
+            frames = 0
+        loss.frames += frames
+        self.lost_frames += frames
+        self.lost_bytes += len(payload)
+        self.ledger.note(self._metas.get(capture), stream, pos, pos + size, frames)
+
+    def _write_losses(self) -> bool:
+        """Write the losses as ``LOST`` records, in order, before anything newer."""
+        for (capture, stream), loss in list(self._losses.items()):
+            body = orjson.dumps(
+                {
+                    "start": loss.start,
+                    "end": loss.end,
+                    "frames": loss.frames,
+                    "reason": "could not be written (disk full?)",
+                }
+            )
+            head = HEADER.pack(len(body), Type.LOST, stream, 0, capture, 0, loss.start, 0)
+            if not self._append(head, body):
+                return False
+            del self._losses[(capture, stream)]
+            uid = (self._metas.get(capture) or {}).get("uid")
+            self.ledger.forget(uid, stream, loss.start, loss.end, loss.frames)
+        return True
+
+    def close(self) -> None:
+        """No more records: losses are written if they can be; the ledger is kept only
+        when some are still not in the journal."""
+        if self._losses:
+            self._write_losses()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        if self._losses:
+            self.ledger.close()
+        else:
+            self.ledger.remove()
+        if self._lock is not None:
+            os.close(self._lock)
+            self._lock = None
+
+
+class JournalReader:
+    """The recorder's end: records in order from ``start`` on, across segments; waits on
+    the doorbell ``bell`` (a pipe) for more, and ends once it is closed and read out."""
+
+    def __init__(self, db_path: Path, journal: str, bell: int | None, start: int = 0) -> None:
+        self.db_path = Path(db_path)
+        self.journal = journal
+        self._bell = bell
+        self.seq, offset = split_position(start)
+        self._f: Any = None
+        self._reader = RecordReader()
+        self.offset = offset  # where the next unread byte of the current segment is
+        self._record_start = offset
+        self._bell_open = bell is not None
+        self.cut = 0
+
+    @property
+    def position(self) -> int:
+        return position(self.seq, self.offset - self._reader.pending)
+
+    @property
+    def bell_open(self) -> bool:
+        """Whether the writer may still write (its doorbell has not closed yet)."""
+        if self._bell_open:
+            self._wait(0)
+        return self._bell_open
+
+    def _open(self) -> bool:
+        if self._f is not None:
+            return True
+        path = segment_path(self.db_path, self.journal, self.seq)
+        try:
+            self._f = open(path, "rb")  # noqa: SIM115 - kept open across reads
+        except FileNotFoundError:
+            return False
+        self._f.seek(self.offset)
+        return True
+
+    def read(
+        self, max_bytes: int = 8 << 20, timeout: float | None = None
+    ) -> list[tuple[int, Record]] | None:
+        """The next records with their positions; ``[]`` when nothing came within
+        ``timeout``; None once the writer is gone and everything was read."""
+        while True:
+            out = self._read_some(max_bytes)
+            if out:
+                return out
+            if not self._bell_open:
+                return None  # the writer is gone and the journal is read to its end
+            if not self._wait(timeout):
+                return []
+
+    def _read_some(self, max_bytes: int) -> list[tuple[int, Record]]:
+        """Whole records from what is there now; [] only when nothing more is there (a
+        long record is read on until it is whole or the file ends)."""
+        while True:
+            if not self._open():
+                return []
+            out = self._read_once(max_bytes)
+            if out is None:
+                return []
+            if out:
+                return out
+
+    def _read_once(self, max_bytes: int) -> list[tuple[int, Record]] | None:
+        data = self._f.read(max_bytes)
+        if not data:
+            return None
+        base = self.offset - self._reader.pending
+        self.offset += len(data)
+        out: list[tuple[int, Record]] = []
+        pos = base
+        for r in self._reader.feed(data):
+            if r.type == Type.NEXT:
+                self._next_segment(r.position)
+                return out
+            out.append((position(self.seq, pos), r))
+            pos += HEADER_SIZE + len(r.payload)
+        return out
+
+    def _next_segment(self, seq: int) -> None:
+        self._f.close()
+        self._f = None
+        self._reader = RecordReader()
+        self.seq, self.offset = seq, 0
+
+    def _wait(self, timeout: float | None) -> bool:
+        """Wait for the doorbell; False on timeout. A closed doorbell ends the input."""
+        assert self._bell is not None
+        ready, _, _ = select.select([self._bell], [], [], timeout)
+        if not ready:
+            return False
+        try:
+            rang = os.read(self._bell, 65536)
+        except OSError:
+            rang = b""
+        if not rang:
+            self._bell_open = False
+        return True
+
+    def finish(self) -> int:
+        """At the end: bytes of an incomplete last record (a journal cut short)."""
+        self.cut = self._reader.cut()
+        return self.cut
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+    def remove_before(self, pos: int) -> None:
+        """Delete the segments wholly before ``pos`` (their rows are committed)."""
+        seq, _ = split_position(pos)
+        for old in range(seq - 1, -1, -1):
+            path = segment_path(self.db_path, self.journal, old)
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                break
