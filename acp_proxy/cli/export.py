@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, handle_errors, open_store
+from acp_proxy.cli.common import CONTEXT, db_option, echo, handle_errors, open_store
 from acp_proxy.errors import UsageError
 
 __all__ = ["export"]
@@ -56,7 +56,7 @@ def export(
         page = render_html(c, store.frames(c["id"]))
         if output is not None:
             output.write_text(page, encoding="utf-8")
-            click.echo(f"wrote {output}", err=True)
+            echo(f"wrote {output}", err=True)
         else:
             sys.stdout.write(page)
         return
@@ -65,10 +65,10 @@ def export(
 
         text, notes = export_text(db, capture, fmt, terminal)
         for note in notes:
-            click.echo(f"acp-proxy: {note}", err=True)
+            echo(f"acp-proxy: {note}", err=True)
         if output is not None:
             output.write_text(text, encoding="utf-8")
-            click.echo(f"wrote {fmt} to {output}", err=True)
+            echo(f"wrote {fmt} to {output}", err=True)
         else:
             sys.stdout.write(text)
         return
@@ -80,6 +80,6 @@ def export(
     if output is not None:
         with open(output, "wb") as out:
             n = write_jsonl(frames, c["uid"], out)
-        click.echo(f"wrote {n} frames to {output}", err=True)
+        echo(f"wrote {n} frames to {output}", err=True)
     else:
         write_jsonl(frames, c["uid"], sys.stdout.buffer)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, db_path, fail
+from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, fail
 from acp_proxy.errors import AgentSpawnError
 
 __all__ = ["record"]
@@ -88,7 +88,7 @@ def record(
     try:
         code = record_stdio(argv, writer, label=label, grace=grace)
     except AgentSpawnError as e:
-        click.echo(f"acp-proxy: {e}", err=True)
+        echo(f"acp-proxy: {e}", err=True)
         code = e.exit_code
     finally:
         writer.close()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, db_path, fail, handle_errors
+from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, fail, handle_errors
 from acp_proxy.errors import ProxyError, UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
@@ -79,14 +79,12 @@ def parse_headers(values: Sequence[str]) -> list[tuple[str, str]]:
 def record_upstream(db: Path, url: str, *, label: str | None, headers: Sequence[str] = ()) -> int:
     """Bridge our stdio to a remote WebSocket agent, recording both legs."""
     if not url.startswith(("ws://", "wss://")):
-        click.echo(
-            f"acp-proxy: error: --upstream wants a ws:// or wss:// URL, not {url!r}", err=True
-        )
+        echo(f"acp-proxy: error: --upstream wants a ws:// or wss:// URL, not {url!r}", err=True)
         return 2
     try:
         pairs = parse_headers(headers)
     except UsageError as e:
-        click.echo(f"acp-proxy: error: {e}", err=True)
+        echo(f"acp-proxy: error: {e}", err=True)
         return 2
     tune_relay_process()
     writer = RecorderLink(db)
@@ -94,7 +92,7 @@ def record_upstream(db: Path, url: str, *, label: str | None, headers: Sequence[
     try:
         code = asyncio.run(bridge_stdio_client(url, writer, label=label, headers=pairs))
     except ProxyError as e:
-        click.echo(f"acp-proxy: error: {e}", err=True)
+        echo(f"acp-proxy: error: {e}", err=True)
         code = e.exit_code
     except KeyboardInterrupt:  # before the connection was up (later, SIGINT is handled)
         code = 128 + signal.SIGINT
@@ -231,6 +229,6 @@ async def _serve_until_signal(config: ServeConfig, writer: RecorderLink) -> None
     target = config.upstream or " ".join(config.command or ())
 
     def ready(url: str) -> None:
-        click.echo(f"acp-proxy: listening on {url} → {target} (pid {os.getpid()})", err=True)
+        echo(f"acp-proxy: listening on {url} → {target} (pid {os.getpid()})", err=True)
 
     await serve(config, writer, stop, ready=ready)

@@ -29,6 +29,7 @@ from websockets.protocol import State
 from acp_proxy.errors import AgentSpawnError, UsageError
 from acp_proxy.record.link import CaptureMeta, RecorderLink, stderr_warn
 from acp_proxy.relay.core import Endpoint, relay
+from acp_proxy.text.safe import visible
 from acp_proxy.transports.lines import AgentProcess, FdChannel, LineEndpoint
 from acp_proxy.transports.stdio import spawn_agent
 from acp_proxy.transports.websocket import (
@@ -49,7 +50,11 @@ from acp_proxy.transports.websocket import (
 __all__ = ["Admission", "ServeConfig", "bridge_stdio_client", "check_listen_address", "serve"]
 
 _OK_CLOSE = (1000, 1001, 1005)
-_warn = stderr_warn
+
+
+def _warn(message: str) -> None:
+    """A warning on stderr; what peers sent in it (paths, close reasons) is shown escaped."""
+    stderr_warn(visible(message))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
