@@ -13,13 +13,13 @@ from test_ws_support import RAW, events, rows, upstream_server
 from websockets.asyncio.client import connect
 from websockets.datastructures import Headers
 
-from acp_proxy.relay.listener import _upstream_target
+from acp_proxy.relay.listener import Admission, _upstream_target
 from acp_proxy.transports.websocket import (
     redact_headers,
     redact_url,
     relay_request_headers,
     relay_response_headers,
-    without_query_param,
+    without_params,
 )
 
 
@@ -99,7 +99,8 @@ def test_request_headers_policy() -> None:
             ("Proxy-Authorization", "Basic x"),
         ]
     )
-    assert relay_request_headers(h, drop_authorization="Bearer ours") == [
+    ours = Admission("ours").consumes
+    assert relay_request_headers(h, consumed=ours) == [
         ("Authorization", "Basic theirs"),
         ("Cookie", "a=1"),
         ("Cookie", "b=2"),
@@ -137,9 +138,10 @@ def test_redaction() -> None:
 
 
 def test_query_and_path_relaying() -> None:
-    assert without_query_param("/acp?token=t&x=1", "token", "t") == "/acp?x=1"
-    assert without_query_param("/acp?token=t", "token", "t") == "/acp"
-    assert without_query_param("/acp?token=other", "token", "t") == "/acp?token=other"
+    ours = Admission("t").consumes_param
+    assert without_params("/acp?token=t&x=1", ours) == "/acp?x=1"
+    assert without_params("/acp?token=t", ours) == "/acp"
+    assert without_params("/acp?token=other", ours) == "/acp?token=other"
     assert _upstream_target("ws://h:1/acp", "/") == "ws://h:1/acp"
     assert _upstream_target("ws://h:1/acp", "/other?q=1") == "ws://h:1/other?q=1"
     assert _upstream_target("ws://h:1/acp", "/?q=1") == "ws://h:1/acp?q=1"

@@ -28,6 +28,7 @@ from acp_proxy.relay.listener import (
     ServeConfig,
     bridge_stdio_client,
     check_listen_address,
+    check_token,
     serve,
 )
 from acp_proxy.transports.websocket import WsSettings
@@ -198,6 +199,7 @@ def ws(
     if grace < 0:
         raise UsageError("--grace must be zero or more seconds")
     host, port = _parse_listen(listen)
+    check_token(token)
     check_listen_address(host, token)
     config = ServeConfig(
         host=host,
@@ -205,7 +207,7 @@ def ws(
         upstream=upstream,
         command=argv or None,
         settings=_settings(max_size, max_queue, ping_interval),
-        admission=Admission(token or None, frozenset(allow_origins)),
+        admission=Admission(token, frozenset(allow_origins)),
         keep_secrets=record_secrets,
         grace=grace,
         label=label,

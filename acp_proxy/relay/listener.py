@@ -44,10 +44,17 @@ from acp_proxy.transports.websocket import (
     relay_request_headers,
     relay_response_headers,
     subprotocols_of,
-    without_query_param,
+    without_params,
 )
 
-__all__ = ["Admission", "ServeConfig", "bridge_stdio_client", "check_listen_address", "serve"]
+__all__ = [
+    "Admission",
+    "ServeConfig",
+    "bridge_stdio_client",
+    "check_listen_address",
+    "check_token",
+    "serve",
+]
 
 _OK_CLOSE = (1000, 1001, 1005)
 
@@ -57,37 +64,70 @@ def _warn(message: str) -> None:
     stderr_warn(visible(message))
 
 
+def check_token(token: str | None) -> None:
+    """A token is one word: blank, spaced or with control characters it would admit
+    nobody, or every client that sends an empty credential (HTTP strips the spaces)."""
+    if token is None:
+        return
+    if not token.strip():
+        raise UsageError("--token is empty or blank; give a secret (e.g. openssl rand -hex 16)")
+    if any(c.isspace() or not c.isprintable() for c in token):
+        raise UsageError("--token must be one word, without spaces or control characters")
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Admission:
     """Who may connect: a bearer token (header or ``?token=``) and allowed browser origins.
 
     A request with an ``Origin`` header not in ``allow_origins`` is refused (a page in the
-    user's browser must not reach a local agent through us; DESIGN.md principle 6).
+    user's browser must not reach a local agent through us; DESIGN.md principle 6), and so
+    is one with several.
+
+    The token is ours: :meth:`consumes` and :meth:`consumes_param` say which headers and
+    query parameters carry it, however they are spelled, so it never goes further.
     """
 
     token: str | None = None
     allow_origins: frozenset[str] = frozenset()
 
+    def __post_init__(self) -> None:
+        check_token(self.token)
+
     def refusal(self, request: Request) -> tuple[int, str] | None:
-        origin = request.headers.get("Origin")
-        if origin is not None and origin not in self.allow_origins:
-            return 403, f"origin {origin!r} is not allowed (--allow-origin)"
+        origins = request.headers.get_all("Origin")
+        if len(origins) > 1:
+            return 403, f"{len(origins)} Origin headers (a request has at most one)"
+        if origins and origins[0] not in self.allow_origins:
+            return 403, f"origin {origins[0]!r} is not allowed (--allow-origin)"
         if self.token is not None and not self._token_ok(request):
             return 401, "missing or wrong token (Authorization: Bearer TOKEN or ?token=TOKEN)"
         return None
 
-    def _token_ok(self, request: Request) -> bool:
+    def _is_token(self, word: str) -> bool:
         assert self.token is not None
-        want = self.token.encode()
+        return hmac.compare_digest(word.encode(), self.token.encode())
+
+    def _token_ok(self, request: Request) -> bool:
         for value in request.headers.get_all("Authorization"):
-            scheme, _, cred = value.partition(" ")
-            if scheme.lower() == "bearer" and hmac.compare_digest(cred.strip().encode(), want):
+            words = value.split()
+            if len(words) == 2 and words[0].lower() == "bearer" and self._is_token(words[1]):
                 return True
         query = urllib.parse.urlsplit(request.path).query
         return any(
-            k == "token" and hmac.compare_digest(v.encode(), want)
+            k == "token" and self._is_token(v)
             for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True)
         )
+
+    def consumes(self, name: str, value: str) -> bool:
+        """An ``Authorization`` header with our token in it, whatever the scheme, case or
+        spacing (more than is accepted: nothing that carries the token is relayed)."""
+        if self.token is None or name.lower() != "authorization":
+            return False
+        return any(self._is_token(word) for word in value.split())
+
+    def consumes_param(self, name: str, value: str) -> bool:
+        """A query parameter (decoded) whose value is our token, whatever its name."""
+        return self.token is not None and self._is_token(value)
 
 
 def check_listen_address(host: str, token: str | None) -> None:
@@ -148,7 +188,7 @@ class _Front:
 
     async def process_request(self, conn: Any, request: Request) -> Response | None:
         assert isinstance(conn, RelayServerConnection)
-        if request.headers.get("Upgrade", "").lower() != "websocket":
+        if [u.lower() for u in request.headers.get_all("Upgrade")] != ["websocket"]:
             return None  # not an upgrade: let websockets answer it (426)
         session = _Session(self, conn, request)
         conn.attachment = session
@@ -185,11 +225,8 @@ class _Session:
         self.request = request
         cfg = front.config
         self.keep = cfg.keep_secrets
-        target = request.path
-        if cfg.admission.token is not None:
-            target = without_query_param(target, "token", cfg.admission.token)
-        self.target = target
-        self.upstream_url = _upstream_target(cfg.upstream, target) if cfg.upstream else None
+        self.target = without_params(request.path, cfg.admission.consumes_param)
+        self.upstream_url = _upstream_target(cfg.upstream, self.target) if cfg.upstream else None
         peer = conn.remote_address
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.subprotocol: str | None = None
@@ -244,8 +281,7 @@ class _Session:
             return self._fail(refusal[0], "refused", refusal[1])
         if cfg.upstream is None:
             return await self._spawn_agent()
-        drop_auth = f"Bearer {cfg.admission.token}" if cfg.admission.token else None
-        headers = relay_request_headers(self.request.headers, drop_authorization=drop_auth)
+        headers = relay_request_headers(self.request.headers, consumed=cfg.admission.consumes)
         assert self.upstream_url is not None
         shown = redact_url(self.upstream_url, keep_secrets=False)
         try:

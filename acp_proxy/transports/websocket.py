@@ -67,7 +67,7 @@ __all__ = [
     "relay_request_headers",
     "relay_response_headers",
     "subprotocols_of",
-    "without_query_param",
+    "without_params",
 ]
 
 NO_STATUS = int(CloseCode.NO_STATUS_RCVD)  # 1005: a close frame without a code
@@ -416,20 +416,17 @@ def _connection_tokens(headers: Headers) -> set[str]:
 
 
 def relay_request_headers(
-    headers: Headers, *, drop_authorization: str | None = None
+    headers: Headers, *, consumed: Callable[[str, str], bool] | None = None
 ) -> list[tuple[str, str]]:
     """The client's end-to-end upgrade headers, in order, duplicates kept.
 
-    ``drop_authorization``: an ``Authorization`` value meant for us (our ``--token``),
-    which is consumed here rather than relayed.
+    ``consumed(name, value)``: whether a header is a credential meant for us (our
+    ``--token``), which is consumed here rather than relayed.
     """
     skip = _HOP_BY_HOP | _connection_tokens(headers)
     out: list[tuple[str, str]] = []
     for name, value in headers.raw_items():
-        lname = name.lower()
-        if lname in skip:
-            continue
-        if lname == "authorization" and value == drop_authorization:
+        if name.lower() in skip or (consumed is not None and consumed(name, value)):
             continue
         out.append((name, value))
     return out
@@ -490,14 +487,15 @@ def redact_url(url: str, *, keep_secrets: bool) -> str:
     return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-def without_query_param(target: str, name: str, value: str) -> str:
-    """``target`` (path and query) without the ``name=value`` parameters meant for us."""
+def without_params(target: str, consumed: Callable[[str, str], bool]) -> str:
+    """``target`` (path and query) without the query parameters meant for us:
+    ``consumed(name, value)`` is asked with both decoded."""
     path, sep, query = target.partition("?")
     if not sep:
         return target
     kept = [
         item
         for item in query.split("&")
-        if urllib.parse.parse_qsl(item, keep_blank_values=True) != [(name, value)]
+        if not any(consumed(k, v) for k, v in urllib.parse.parse_qsl(item, keep_blank_values=True))
     ]
     return f"{path}?{'&'.join(kept)}" if kept else path
