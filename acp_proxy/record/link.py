@@ -34,7 +34,7 @@ import orjson
 
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.wire import HEADER, Flag, Stream, Type
-from acp_proxy.store import liveness
+from acp_proxy.store import liveness, private
 
 __all__ = ["CaptureMeta", "RecorderLink", "Tap", "now_iso"]
 
@@ -258,6 +258,14 @@ class RecorderLink:
         if os.environ.get("ACP_PROXY_RECORDER") == "thread":
             in_process = True
         self._in_process = in_process
+        problem = private.refusal(self.db_path)
+        self.refused = problem is not None
+        if problem is not None:
+            # forwarding goes on (an editor's session must not fail for it), nothing is
+            # recorded: the database is not ours alone (acp_proxy.store.private)
+            self._broken = True
+            self._warn(f"warning: not recording: {problem}; traffic is still forwarded")
+            return
         self._start()
 
     # -- captures ------------------------------------------------------------------------
@@ -402,5 +410,5 @@ class RecorderLink:
         elif self._proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(wait)
-        if self._dropped:
+        if self._dropped and not self.refused:
             self._warn(f"warning: {self._dropped} bytes read after recording ended: not recorded")
