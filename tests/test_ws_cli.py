@@ -14,7 +14,7 @@ from websockets.asyncio.client import connect
 from websockets.datastructures import Headers
 
 from acp_proxy.relay.listener import Admission, _upstream_target
-from acp_proxy.transports.websocket import (
+from acp_proxy.transports.headers import (
     redact_headers,
     redact_url,
     relay_request_headers,
@@ -115,24 +115,34 @@ def test_redaction() -> None:
     stored = redact_headers(
         [
             ("Authorization", "Bearer abc"),
+            ("Authorization", "abc def"),
             ("Cookie", "sid=1; theme=dark"),
             ("Set-Cookie", "sid=2; Path=/; HttpOnly"),
             ("X-Api-Key", "k"),
+            ("X-Auth", "k"),
+            ("Sec-WebSocket-Protocol", "acp, token.abc"),
             ("User-Agent", "ua"),
+            ("Origin", "https://o.example"),
+            ("Acp-Connection-Id", "c1"),
         ],
         keep_secrets=False,
     )
     assert stored == [
         ["Authorization", "Bearer [redacted]"],
+        ["Authorization", "[redacted]"],  # no known scheme: nothing of it kept
         ["Cookie", "sid=[redacted]; theme=[redacted]"],
         ["Set-Cookie", "sid=[redacted]; Path=/; HttpOnly"],
         ["X-Api-Key", "[redacted]"],
+        ["X-Auth", "[redacted]"],
+        ["Sec-WebSocket-Protocol", "[redacted]"],
         ["User-Agent", "ua"],
+        ["Origin", "https://o.example"],
+        ["Acp-Connection-Id", "c1"],
     ]
     assert redact_headers([("Cookie", "a=1")], keep_secrets=True) == [["Cookie", "a=1"]]
     assert (
-        redact_url("ws://u:p@h/acp?token=x&keep=%20y&api_key=z", keep_secrets=False)
-        == "ws://[redacted]@h/acp?token=[redacted]&keep=%20y&api_key=[redacted]"
+        redact_url("ws://u:p@h/acp?token=x&sig=%20y&flag&empty=#frag", keep_secrets=False)
+        == "ws://[redacted]@h/acp?token=[redacted]&sig=[redacted]&flag&empty=#[redacted]"
     )
     assert redact_url("/acp?token=x", keep_secrets=True) == "/acp?token=x"
 

@@ -77,7 +77,14 @@ def parse_headers(values: Sequence[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def record_upstream(db: Path, url: str, *, label: str | None, headers: Sequence[str] = ()) -> int:
+def record_upstream(
+    db: Path,
+    url: str,
+    *,
+    label: str | None,
+    headers: Sequence[str] = (),
+    keep_secrets: bool = False,
+) -> int:
     """Bridge our stdio to a remote WebSocket agent, recording both legs."""
     if not url.startswith(("ws://", "wss://")):
         echo(f"acp-proxy: error: --upstream wants a ws:// or wss:// URL, not {url!r}", err=True)
@@ -91,7 +98,9 @@ def record_upstream(db: Path, url: str, *, label: str | None, headers: Sequence[
     writer = RecorderLink(db)
     code = 1
     try:
-        code = asyncio.run(bridge_stdio_client(url, writer, label=label, headers=pairs))
+        code = asyncio.run(
+            bridge_stdio_client(url, writer, label=label, headers=pairs, keep_secrets=keep_secrets)
+        )
     except ProxyError as e:
         echo(f"acp-proxy: error: {e}", err=True)
         code = e.exit_code
@@ -148,10 +157,12 @@ def record_upstream(db: Path, url: str, *, label: str | None, headers: Sequence[
     help="Send keepalive pings on both legs every N seconds (default: never).",
 )
 @click.option(
-    "--record-secrets",
+    "--keep-secrets",
     is_flag=True,
-    help="Store Authorization, Cookie, Set-Cookie and token values unredacted in events.",
+    help="Store every header and query parameter value as sent (by default only values of "
+    "headers known to hold no secret, such as Host, User-Agent or Origin, are stored).",
 )
+@click.option("--record-secrets", is_flag=True, hidden=True)  # the earlier name
 @click.option("--label", help="A note stored with each capture.")
 @click.option(
     "--grace",
@@ -171,6 +182,7 @@ def ws(
     max_size: int,
     max_queue: int,
     ping_interval: float | None,
+    keep_secrets: bool,
     record_secrets: bool,
     label: str | None,
     grace: float,
@@ -208,7 +220,7 @@ def ws(
         command=argv or None,
         settings=_settings(max_size, max_queue, ping_interval),
         admission=Admission(token, frozenset(allow_origins)),
-        keep_secrets=record_secrets,
+        keep_secrets=keep_secrets or record_secrets,
         grace=grace,
         label=label,
     )

@@ -30,6 +30,15 @@ from acp_proxy.errors import AgentSpawnError, UsageError
 from acp_proxy.record.link import CaptureMeta, RecorderLink, stderr_warn
 from acp_proxy.relay.core import Endpoint, relay
 from acp_proxy.text.safe import visible
+from acp_proxy.transports.headers import (
+    redact_headers,
+    redact_subprotocol,
+    redact_url,
+    relay_request_headers,
+    relay_response_headers,
+    subprotocols_of,
+    without_params,
+)
 from acp_proxy.transports.lines import AgentProcess, FdChannel, LineEndpoint
 from acp_proxy.transports.stdio import spawn_agent
 from acp_proxy.transports.websocket import (
@@ -39,12 +48,6 @@ from acp_proxy.transports.websocket import (
     WsEndpoint,
     WsSettings,
     open_client,
-    redact_headers,
-    redact_url,
-    relay_request_headers,
-    relay_response_headers,
-    subprotocols_of,
-    without_params,
 )
 
 __all__ = [
@@ -392,7 +395,7 @@ class _Session:
             "status": conn.response.status_code,
             "headers": redact_headers(conn.response.headers.raw_items(), keep_secrets=self.keep),
         }
-        detail["subprotocol"] = conn.subprotocol
+        detail["subprotocol"] = redact_subprotocol(conn.subprotocol, keep_secrets=self.keep)
         detail["handshake_ms"] = round((time.monotonic_ns() - self.opened_ns) / 1e6, 3)
         self.tap.event("handshake", **detail)
         client = WsEndpoint(conn, "client")
@@ -509,7 +512,7 @@ async def bridge_stdio_client(
                 conn.response.headers.raw_items(), keep_secrets=keep_secrets
             ),
         },
-        subprotocol=conn.subprotocol,
+        subprotocol=redact_subprotocol(conn.subprotocol, keep_secrets=keep_secrets),
         handshake_ms=round((time.monotonic_ns() - started) / 1e6, 3),
     )
     client = LineEndpoint(FdChannel(stdin_fd, stdout_fd), "client", settings.max_size or 1 << 62)
