@@ -338,7 +338,11 @@ async def test_slow_upstream_pushes_back_on_the_client(db: Path) -> None:
 
 
 async def test_fifty_concurrent_connections_each_its_own_capture(db: Path) -> None:
-    async with upstream_server() as up, running_proxy(db, upstream=up.url) as proxy:
+    small = WsSettings(max_size=MIB)  # 60 × 2 MiB committed: within the in-flight budget
+    async with (
+        upstream_server() as up,
+        running_proxy(db, upstream=up.url, settings=small) as proxy,
+    ):
 
         async def one(i: int) -> None:
             async with connect(proxy.url + f"/acp/{i}", **RAW) as ws:

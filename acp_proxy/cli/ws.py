@@ -23,6 +23,7 @@ from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, fail, handle
 from acp_proxy.errors import ProxyError, UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
+from acp_proxy.relay.capacity import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT
 from acp_proxy.relay.listener import (
     Admission,
     ServeConfig,
@@ -151,6 +152,23 @@ def record_upstream(
     help="Frames buffered per leg before reading stops (backpressure).",
 )
 @click.option(
+    "--max-connections",
+    type=int,
+    default=DEFAULT_MAX_CONNECTIONS,
+    show_default=True,
+    help="Connections relayed at once (each one an upstream connection or an agent "
+    "process); more are refused with HTTP 503.",
+)
+@click.option(
+    "--max-in-flight",
+    type=int,
+    default=DEFAULT_MAX_IN_FLIGHT,
+    show_default=True,
+    metavar="BYTES",
+    help="Memory budget for messages in flight: each connection commits 2 × --max-size, "
+    "and one that would exceed the budget is refused with HTTP 503.",
+)
+@click.option(
     "--ping-interval",
     type=float,
     default=None,
@@ -181,6 +199,8 @@ def ws(
     allow_origins: tuple[str, ...],
     max_size: int,
     max_queue: int,
+    max_connections: int,
+    max_in_flight: int,
     ping_interval: float | None,
     keep_secrets: bool,
     record_secrets: bool,
@@ -212,17 +232,26 @@ def ws(
         raise UsageError("--grace must be zero or more seconds")
     host, port = _parse_listen(listen)
     check_token(token)
+    settings = _settings(max_size, max_queue, ping_interval)
+    if max_connections < 1:
+        raise UsageError("--max-connections must be at least 1")
+    if max_in_flight < 2 * max_size:
+        raise UsageError(
+            f"--max-in-flight must hold one connection: at least 2 × --max-size ({2 * max_size})"
+        )
     check_listen_address(host, token)
     config = ServeConfig(
         host=host,
         port=port,
         upstream=upstream,
         command=argv or None,
-        settings=_settings(max_size, max_queue, ping_interval),
+        settings=settings,
         admission=Admission(token, frozenset(allow_origins)),
         keep_secrets=keep_secrets or record_secrets,
         grace=grace,
         label=label,
+        max_connections=max_connections,
+        max_in_flight=max_in_flight,
     )
     tune_relay_process()
     writer = RecorderLink(db_path(db))

@@ -2,7 +2,8 @@
 
 What belongs here: the listener (:func:`serve`; each client connection is one capture and
 gets either its own upstream connection — man in the middle — or its own agent process), its
-admission rules (loopback unless a token is given, browser origins refused), and
+admission rules (loopback unless a token is given, browser origins refused, and the
+limits of :mod:`acp_proxy.relay.capacity`), and
 :func:`bridge_stdio_client` (our stdin/stdout as a stdio client of a remote WebSocket agent).
 """
 
@@ -28,6 +29,7 @@ from websockets.protocol import State
 
 from acp_proxy.errors import AgentSpawnError, UsageError
 from acp_proxy.record.link import CaptureMeta, RecorderLink, stderr_warn
+from acp_proxy.relay.capacity import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT, Capacity
 from acp_proxy.relay.core import Endpoint, relay
 from acp_proxy.text.safe import visible
 from acp_proxy.transports.headers import (
@@ -161,6 +163,8 @@ class ServeConfig:
     keep_secrets: bool = False
     grace: float = 3.0
     label: str | None = None
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
 
 
 def _upstream_target(upstream: str, client_target: str) -> str:
@@ -183,6 +187,9 @@ class _Front:
         self.writer = writer
         self.listen_url = ""
         self.tasks: set[asyncio.Task[None]] = set()
+        self.capacity = Capacity.for_messages(
+            config.max_connections, config.max_in_flight, config.settings.max_size or 0
+        )
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -237,6 +244,7 @@ class _Session:
         self.agent: AgentProcess | None = None
         self.started = False
         self.done = False  # the capture is closed (refused, failed, abandoned or relayed)
+        self.admitted = False  # holds a slot of the listener's capacity
         self.abandoning = False
         self.open_done = asyncio.Event()  # open() has returned, whatever it opened
         self.opened_ns = time.monotonic_ns()
@@ -252,6 +260,12 @@ class _Session:
         )
         self.tap = front.writer.open_capture(meta)
 
+    def _end(self) -> None:
+        self.done = True
+        if self.admitted:
+            self.admitted = False
+            self.front.capacity.release()
+
     def _request_event(self) -> dict[str, Any]:
         return {
             "client": self.peer,
@@ -262,7 +276,7 @@ class _Session:
     def _fail(self, status: int, kind: str, message: str, **detail: Any) -> Response:
         self.tap.event(kind, status=status, error=message, request=self._request_event(), **detail)
         self.tap.close()
-        self.done = True
+        self._end()
         _warn(
             f"{self.peer} {redact_url(self.request.path, keep_secrets=False)}: {message}; "
             f"answered HTTP {status}"
@@ -282,6 +296,10 @@ class _Session:
         refusal = cfg.admission.refusal(self.request)
         if refusal is not None:
             return self._fail(refusal[0], "refused", refusal[1])
+        full = self.front.capacity.admit()
+        if full is not None:
+            return self._fail(503, "refused", full)
+        self.admitted = True
         if cfg.upstream is None:
             return await self._spawn_agent()
         headers = relay_request_headers(self.request.headers, consumed=cfg.admission.consumes)
@@ -303,7 +321,7 @@ class _Session:
                 request=self._request_event(),
             )
             self.tap.close()
-            self.done = True
+            self._end()
             _warn(f"upstream {shown} answered HTTP {r.status_code}; relayed to {self.peer}")
             out = Headers(relay_response_headers(r.headers))
             out["Content-Length"] = str(len(r.body))
@@ -370,7 +388,7 @@ class _Session:
             self.agent.kill_now()
             await asyncio.to_thread(self.agent.proc.wait)
         if not self.done:
-            self.done = True
+            self._end()
             self.tap.event("abandoned", reason="client left during the handshake")
             self.tap.close()
 
@@ -412,7 +430,7 @@ class _Session:
             if self.agent is not None:
                 code, sig = await self.agent.finish()
                 exit_fields = {"exit_code": code, "exit_signal": sig}
-            self.done = True
+            self._end()
             self.tap.close(**exit_fields)
 
 
