@@ -13,13 +13,13 @@ from test_ws_support import RAW, events, rows, upstream_server
 from websockets.asyncio.client import connect
 from websockets.datastructures import Headers
 
-from acp_proxy.relay.listener import _upstream_target
-from acp_proxy.transports.websocket import (
+from acp_proxy.relay.listener import Admission, _upstream_target
+from acp_proxy.transports.headers import (
     redact_headers,
     redact_url,
     relay_request_headers,
     relay_response_headers,
-    without_query_param,
+    without_params,
 )
 
 
@@ -99,7 +99,8 @@ def test_request_headers_policy() -> None:
             ("Proxy-Authorization", "Basic x"),
         ]
     )
-    assert relay_request_headers(h, drop_authorization="Bearer ours") == [
+    ours = Admission("ours").consumes
+    assert relay_request_headers(h, consumed=ours) == [
         ("Authorization", "Basic theirs"),
         ("Cookie", "a=1"),
         ("Cookie", "b=2"),
@@ -114,32 +115,43 @@ def test_redaction() -> None:
     stored = redact_headers(
         [
             ("Authorization", "Bearer abc"),
+            ("Authorization", "abc def"),
             ("Cookie", "sid=1; theme=dark"),
             ("Set-Cookie", "sid=2; Path=/; HttpOnly"),
             ("X-Api-Key", "k"),
+            ("X-Auth", "k"),
+            ("Sec-WebSocket-Protocol", "acp, token.abc"),
             ("User-Agent", "ua"),
+            ("Origin", "https://o.example"),
+            ("Acp-Connection-Id", "c1"),
         ],
         keep_secrets=False,
     )
     assert stored == [
         ["Authorization", "Bearer [redacted]"],
+        ["Authorization", "[redacted]"],  # no known scheme: nothing of it kept
         ["Cookie", "sid=[redacted]; theme=[redacted]"],
         ["Set-Cookie", "sid=[redacted]; Path=/; HttpOnly"],
         ["X-Api-Key", "[redacted]"],
+        ["X-Auth", "[redacted]"],
+        ["Sec-WebSocket-Protocol", "[redacted]"],
         ["User-Agent", "ua"],
+        ["Origin", "https://o.example"],
+        ["Acp-Connection-Id", "c1"],
     ]
     assert redact_headers([("Cookie", "a=1")], keep_secrets=True) == [["Cookie", "a=1"]]
     assert (
-        redact_url("ws://u:p@h/acp?token=x&keep=%20y&api_key=z", keep_secrets=False)
-        == "ws://[redacted]@h/acp?token=[redacted]&keep=%20y&api_key=[redacted]"
+        redact_url("ws://u:p@h/acp?token=x&sig=%20y&flag&empty=#frag", keep_secrets=False)
+        == "ws://[redacted]@h/acp?token=[redacted]&sig=[redacted]&flag&empty=#[redacted]"
     )
     assert redact_url("/acp?token=x", keep_secrets=True) == "/acp?token=x"
 
 
 def test_query_and_path_relaying() -> None:
-    assert without_query_param("/acp?token=t&x=1", "token", "t") == "/acp?x=1"
-    assert without_query_param("/acp?token=t", "token", "t") == "/acp"
-    assert without_query_param("/acp?token=other", "token", "t") == "/acp?token=other"
+    ours = Admission("t").consumes_param
+    assert without_params("/acp?token=t&x=1", ours) == "/acp?x=1"
+    assert without_params("/acp?token=t", ours) == "/acp"
+    assert without_params("/acp?token=other", ours) == "/acp?token=other"
     assert _upstream_target("ws://h:1/acp", "/") == "ws://h:1/acp"
     assert _upstream_target("ws://h:1/acp", "/other?q=1") == "ws://h:1/other?q=1"
     assert _upstream_target("ws://h:1/acp", "/?q=1") == "ws://h:1/acp?q=1"

@@ -202,9 +202,9 @@ async def test_upgrade_headers_path_query_relayed_and_101_headers_back(db: Path)
     assert stored["Cookie"] == "affinity=[redacted]; theme=[redacted]"
     back = [v for n, v in handshake["response"]["headers"] if n == "Set-Cookie"]
     assert back == ["affinity=[redacted]; Path=/", "other=[redacted]"]
-    assert handshake["subprotocol"] == "acp.v1"
+    assert handshake["subprotocol"] == "[redacted]"  # a Sec-WebSocket-Protocol value
     (url,) = rows(db, "SELECT upstream_url FROM captures")
-    assert url == (up.url + "/acp?session=abc&x=%20y",)
+    assert url == (up.url + "/acp?session=[redacted]&x=[redacted]",)
 
 
 async def test_no_subprotocol_invented(db: Path) -> None:
@@ -338,10 +338,14 @@ async def test_slow_upstream_pushes_back_on_the_client(db: Path) -> None:
 
 
 async def test_fifty_concurrent_connections_each_its_own_capture(db: Path) -> None:
-    async with upstream_server() as up, running_proxy(db, upstream=up.url) as proxy:
+    small = WsSettings(max_size=MIB)  # 60 × 2 MiB committed: within the in-flight budget
+    async with (
+        upstream_server() as up,
+        running_proxy(db, upstream=up.url, settings=small) as proxy,
+    ):
 
         async def one(i: int) -> None:
-            async with connect(proxy.url + f"/acp?n={i}", **RAW) as ws:
+            async with connect(proxy.url + f"/acp/{i}", **RAW) as ws:
                 for j in range(5):
                     msg = f'{{"jsonrpc":"2.0","id":{j},"method":"m","params":{{"n":{i}}}}}'
                     await ws.send(msg)
@@ -353,7 +357,7 @@ async def test_fifty_concurrent_connections_each_its_own_capture(db: Path) -> No
     assert all(count == 10 and ended for _, _, count, ended in caps)
     assert len({u for _, u, _, _ in caps}) == 60
     for cid, url, _, _ in caps:
-        n = url.rsplit("=", 1)[1]
+        n = url.rsplit("/", 1)[1]
         assert all(f'"n":{n}}}'.encode() in raw for *_, raw in messages(db, cid))
 
 

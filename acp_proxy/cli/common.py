@@ -19,6 +19,7 @@ import orjson
 
 from acp_proxy.errors import ProxyError, UsageError
 from acp_proxy.store.reader import Store, default_db_path
+from acp_proxy.text.safe import json_visible, visible
 
 __all__ = [
     "CONTEXT",
@@ -27,6 +28,7 @@ __all__ = [
     "db_option",
     "db_path",
     "dump_json",
+    "echo",
     "fail",
     "filter_options",
     "handle_errors",
@@ -38,9 +40,16 @@ F = TypeVar("F", bound=Callable[..., Any])
 CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """Print text for a person: the one way a command's text reaches the terminal. Control
+    characters from a recording are shown as escapes, never acted on
+    (:func:`~acp_proxy.text.safe.visible`)."""
+    click.echo(visible(text), err=err, nl=nl)
+
+
 def fail(message: str, code: int) -> None:
     """Print one error line and exit with ``code``."""
-    click.echo(f"acp-proxy: error: {message}", err=True)
+    echo(f"acp-proxy: error: {message}", err=True)
     sys.exit(code)
 
 
@@ -138,8 +147,10 @@ def open_store(db: Path | None) -> Store:
     return Store(db_path(db))
 
 
-def dump_json(v: Any) -> None:
-    click.echo(orjson.dumps(v, option=orjson.OPT_INDENT_2, default=str).decode())
+def dump_json(v: Any, *, indent: bool = True) -> None:
+    """Print ``v`` as JSON (C1 controls escaped too: :func:`~acp_proxy.text.safe.json_visible`)."""
+    option = orjson.OPT_INDENT_2 if indent else 0
+    click.echo(json_visible(orjson.dumps(v, option=option, default=str).decode()))
 
 
 def check_at(at: int | None) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, db_path, handle_errors
+from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, handle_errors
 from acp_proxy.errors import UsageError
 from acp_proxy.store.reader import Store
 
@@ -37,11 +37,11 @@ def demo(db: Path | None, keep_going: bool) -> None:
 
     c = store.capture(capture_id)
     for line in capture_header(c):
-        click.echo(line)
+        echo(line)
     for f in store.frames(c["id"]):
-        click.echo(frame_line(f))
-    click.echo("")
-    click.echo(f"recorded capture {c['id']} into {path}")
-    click.echo(f"next: acp-proxy show {c['id']} --db {path}   |   acp-proxy captures --db {path}")
+        echo(frame_line(f))
+    echo("")
+    echo(f"recorded capture {c['id']} into {path}")
+    echo(f"next: acp-proxy show {c['id']} --db {path}   |   acp-proxy captures --db {path}")
     if c.get("exit_code") not in (0, None):
         raise UsageError(f"demo agent exited with {c['exit_code']}")

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, handle_errors, open_store
+from acp_proxy.cli.common import CONTEXT, db_option, echo, handle_errors, open_store
 from acp_proxy.errors import UsageError
+from acp_proxy.store.private import open_private
 
 __all__ = ["export"]
 
@@ -31,7 +32,7 @@ __all__ = ["export"]
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write to a file instead of stdout.",
+    help="Write to a file (created mode 0600) instead of stdout.",
 )
 @handle_errors
 def export(
@@ -55,8 +56,9 @@ def export(
         c = store.capture(capture)
         page = render_html(c, store.frames(c["id"]))
         if output is not None:
-            output.write_text(page, encoding="utf-8")
-            click.echo(f"wrote {output}", err=True)
+            with open_private(output) as out:
+                out.write(page.encode("utf-8"))
+            echo(f"wrote {output}", err=True)
         else:
             sys.stdout.write(page)
         return
@@ -65,10 +67,11 @@ def export(
 
         text, notes = export_text(db, capture, fmt, terminal)
         for note in notes:
-            click.echo(f"acp-proxy: {note}", err=True)
+            echo(f"acp-proxy: {note}", err=True)
         if output is not None:
-            output.write_text(text, encoding="utf-8")
-            click.echo(f"wrote {fmt} to {output}", err=True)
+            with open_private(output) as out:
+                out.write(text.encode("utf-8"))
+            echo(f"wrote {fmt} to {output}", err=True)
         else:
             sys.stdout.write(text)
         return
@@ -78,8 +81,8 @@ def export(
     c = store.capture(capture)
     frames = store.frames(c["id"])
     if output is not None:
-        with open(output, "wb") as out:
+        with open_private(output) as out:
             n = write_jsonl(frames, c["uid"], out)
-        click.echo(f"wrote {n} frames to {output}", err=True)
+        echo(f"wrote {n} frames to {output}", err=True)
     else:
         write_jsonl(frames, c["uid"], sys.stdout.buffer)

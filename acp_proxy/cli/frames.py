@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from acp_proxy.cli.common import (
     CONTEXT,
     db_option,
     db_path,
     dump_json,
+    echo,
     filter_options,
     handle_errors,
     json_option,
@@ -46,9 +46,9 @@ def captures(db: Path | None, as_json: bool, limit: int | None) -> None:
         dump_json(rows)
         return
     if not rows:
-        click.echo(f"no captures in {store.path}", err=True)
+        echo(f"no captures in {store.path}", err=True)
         return
-    click.echo(
+    echo(
         f"{'id':>4}  {'started (UTC)':<19}  {'dur':>7}  {'proto':>5}  {'msgs':>6}  "
         f"{'status':<9}  {'client ⇄ agent':<34}  command"
     )
@@ -56,7 +56,7 @@ def captures(db: Path | None, as_json: bool, limit: int | None) -> None:
         dur = "running" if r["duration_s"] is None else f"{r['duration_s']:.2f}s"
         peers = f"{r['client'] or '?'} ⇄ {r['agent'] or '?'}"
         proto = f"v{r['protocol_version']}" if r["protocol_version"] is not None else "-"
-        click.echo(
+        echo(
             f"{r['id']:>4}  {r['started_at'][:19].replace('T', ' '):<19}  {dur:>7}  "
             f"{proto:>5}  {r['messages']:>6}  {r['status']:<9}  {peers:<34}  "
             f"{r['agent_command']}"
@@ -122,17 +122,17 @@ def show(
         dump_json({"capture": c, "frames": [frame_object(f, c["uid"]) for f in frames]})
         return
     for line in capture_header(c):
-        click.echo(line)
+        echo(line)
     events = store.events(c["id"]) if not any(filters.values()) else []
     for f in frames:
         while events and events[0]["t_ns"] <= f.frame.t_ns:
-            click.echo(event_line(events.pop(0)))
-        click.echo(frame_line(f, c["started_at"] if wall else None))
+            echo(event_line(events.pop(0)))
+        echo(frame_line(f, c["started_at"] if wall else None))
     for ev in events:
-        click.echo(event_line(ev))
+        echo(event_line(ev))
     if with_stderr:
         for _t, data in store.stderr(c["id"]):
-            click.echo(data.decode("utf-8", "replace"), nl=False, err=False)
+            echo(data.decode("utf-8", "replace"), nl=False)
 
 
 @click.command(context_settings=CONTEXT)
@@ -174,9 +174,9 @@ def tail(
         if as_json:
             if f.capture_id not in uids:
                 uids[f.capture_id] = store.capture(f.capture_id)["uid"]
-            click.echo(orjson.dumps(frame_object(f, uids[f.capture_id])).decode())
+            dump_json(frame_object(f, uids[f.capture_id]), indent=False)
         else:
-            click.echo(f"c{f.capture_id} {frame_line(f)}")
+            echo(f"c{f.capture_id} {frame_line(f)}")
 
     path = db_path(db)
     while follow and not path.exists():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, db_path, fail
+from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, fail
 from acp_proxy.errors import AgentSpawnError
 
 __all__ = ["record"]
@@ -33,6 +33,12 @@ __all__ = ["record"]
     "'Authorization: Bearer TOKEN'. Stored redacted.",
 )
 @click.option(
+    "--keep-secrets",
+    is_flag=True,
+    help="With --upstream: store every header and query parameter value of the upgrade as "
+    "sent, not redacted.",
+)
+@click.option(
     "--grace",
     type=float,
     default=3.0,
@@ -45,6 +51,7 @@ def record(
     label: str | None,
     upstream: str | None,
     headers: tuple[str, ...],
+    keep_secrets: bool,
     grace: float,
     command: tuple[str, ...],
 ) -> None:
@@ -75,9 +82,15 @@ def record(
             fail("give either --upstream URL or an agent command, not both", 2)
         from acp_proxy.cli.ws import record_upstream
 
-        os._exit(record_upstream(db_path(db), upstream, label=label, headers=headers))
+        os._exit(
+            record_upstream(
+                db_path(db), upstream, label=label, headers=headers, keep_secrets=keep_secrets
+            )
+        )
     if headers:
         fail("--header goes with --upstream", 2)
+    if keep_secrets:
+        fail("--keep-secrets goes with --upstream", 2)
     if not argv:
         fail("no agent command given (usage: acp-proxy record -- CMD ...)", 2)
     if grace < 0:
@@ -88,7 +101,7 @@ def record(
     try:
         code = record_stdio(argv, writer, label=label, grace=grace)
     except AgentSpawnError as e:
-        click.echo(f"acp-proxy: {e}", err=True)
+        echo(f"acp-proxy: {e}", err=True)
         code = e.exit_code
     finally:
         writer.close()

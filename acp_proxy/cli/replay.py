@@ -19,6 +19,7 @@ from acp_proxy.cli.common import (
     db_option,
     db_path,
     dump_json,
+    echo,
     handle_errors,
     json_option,
 )
@@ -185,6 +186,6 @@ def replay_client(
         dump_json(outcome.to_json())
     else:
         for line in outcome.report():
-            click.echo(line)
+            echo(line)
     sys.stdout.flush()
     raise SystemExit(1 if outcome.diverged else 0)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, db_path, handle_errors
+from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, handle_errors
 from acp_proxy.errors import UsageError
 
 __all__ = ["import_spill"]
@@ -46,23 +46,23 @@ def import_spill(db: Path | None, files: tuple[Path, ...]) -> None:
                 raise UsageError(f"{f} is not a spill file of {path}")
             todo.append(known[f.name])
     if todo is None and not spill_files(path) and not ledger_files(path):
-        click.echo(f"no spill files next to {path}", err=True)
+        echo(f"no spill files next to {path}", err=True)
     else:
         try:
             database = Database(path)
         except sqlite3.Error as e:
             raise StoreError(f"cannot open {path}: {e}") from e
         try:
-            results = import_spills(database, todo, warn=lambda m: click.echo(m, err=True))
+            results = import_spills(database, todo, warn=lambda m: echo(m, err=True))
         finally:
             database.close()
         for r in results:
             if r.skipped:
-                click.echo(f"{r.path}: {r.skipped}; left as it is", err=True)
+                echo(f"{r.path}: {r.skipped}; left as it is", err=True)
             else:
-                click.echo(f"{r.path}: imported {r.frames} frames", err=True)
+                echo(f"{r.path}: imported {r.frames} frames", err=True)
     for old in legacy_spill_files(path):
-        click.echo(
+        echo(
             f"{old}: a spill file of an earlier acp-proxy (0.1); this version cannot import it",
             err=True,
         )

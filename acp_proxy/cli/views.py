@@ -21,6 +21,7 @@ from acp_proxy.cli.common import (
     check_at,
     db_option,
     dump_json,
+    echo,
     handle_errors,
     json_option,
     open_store,
@@ -111,7 +112,7 @@ def _view(
             dump_json(to_json(r))
             return
         for line in to_lines(r):
-            click.echo(line)
+            echo(line)
 
     return command
 
@@ -148,7 +149,7 @@ def print_view(
         dump_json(to_json(r))
         return
     for line in to_lines(r):
-        click.echo(line)
+        echo(line)
 
 
 def export_text(

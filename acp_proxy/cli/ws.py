@@ -19,15 +19,17 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, db_path, fail, handle_errors
+from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, fail, handle_errors
 from acp_proxy.errors import ProxyError, UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
+from acp_proxy.relay.capacity import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT
 from acp_proxy.relay.listener import (
     Admission,
     ServeConfig,
     bridge_stdio_client,
     check_listen_address,
+    check_token,
     serve,
 )
 from acp_proxy.transports.websocket import WsSettings
@@ -76,25 +78,32 @@ def parse_headers(values: Sequence[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def record_upstream(db: Path, url: str, *, label: str | None, headers: Sequence[str] = ()) -> int:
+def record_upstream(
+    db: Path,
+    url: str,
+    *,
+    label: str | None,
+    headers: Sequence[str] = (),
+    keep_secrets: bool = False,
+) -> int:
     """Bridge our stdio to a remote WebSocket agent, recording both legs."""
     if not url.startswith(("ws://", "wss://")):
-        click.echo(
-            f"acp-proxy: error: --upstream wants a ws:// or wss:// URL, not {url!r}", err=True
-        )
+        echo(f"acp-proxy: error: --upstream wants a ws:// or wss:// URL, not {url!r}", err=True)
         return 2
     try:
         pairs = parse_headers(headers)
     except UsageError as e:
-        click.echo(f"acp-proxy: error: {e}", err=True)
+        echo(f"acp-proxy: error: {e}", err=True)
         return 2
     tune_relay_process()
     writer = RecorderLink(db)
     code = 1
     try:
-        code = asyncio.run(bridge_stdio_client(url, writer, label=label, headers=pairs))
+        code = asyncio.run(
+            bridge_stdio_client(url, writer, label=label, headers=pairs, keep_secrets=keep_secrets)
+        )
     except ProxyError as e:
-        click.echo(f"acp-proxy: error: {e}", err=True)
+        echo(f"acp-proxy: error: {e}", err=True)
         code = e.exit_code
     except KeyboardInterrupt:  # before the connection was up (later, SIGINT is handled)
         code = 128 + signal.SIGINT
@@ -143,16 +152,35 @@ def record_upstream(db: Path, url: str, *, label: str | None, headers: Sequence[
     help="Frames buffered per leg before reading stops (backpressure).",
 )
 @click.option(
+    "--max-connections",
+    type=int,
+    default=DEFAULT_MAX_CONNECTIONS,
+    show_default=True,
+    help="Connections relayed at once (each one an upstream connection or an agent "
+    "process); more are refused with HTTP 503.",
+)
+@click.option(
+    "--max-in-flight",
+    type=int,
+    default=DEFAULT_MAX_IN_FLIGHT,
+    show_default=True,
+    metavar="BYTES",
+    help="Memory budget for messages in flight: each connection commits 2 × --max-size, "
+    "and one that would exceed the budget is refused with HTTP 503.",
+)
+@click.option(
     "--ping-interval",
     type=float,
     default=None,
     help="Send keepalive pings on both legs every N seconds (default: never).",
 )
 @click.option(
-    "--record-secrets",
+    "--keep-secrets",
     is_flag=True,
-    help="Store Authorization, Cookie, Set-Cookie and token values unredacted in events.",
+    help="Store every header and query parameter value as sent (by default only values of "
+    "headers known to hold no secret, such as Host, User-Agent or Origin, are stored).",
 )
+@click.option("--record-secrets", is_flag=True, hidden=True)  # the earlier name
 @click.option("--label", help="A note stored with each capture.")
 @click.option(
     "--grace",
@@ -171,7 +199,10 @@ def ws(
     allow_origins: tuple[str, ...],
     max_size: int,
     max_queue: int,
+    max_connections: int,
+    max_in_flight: int,
     ping_interval: float | None,
+    keep_secrets: bool,
     record_secrets: bool,
     label: str | None,
     grace: float,
@@ -200,17 +231,27 @@ def ws(
     if grace < 0:
         raise UsageError("--grace must be zero or more seconds")
     host, port = _parse_listen(listen)
+    check_token(token)
+    settings = _settings(max_size, max_queue, ping_interval)
+    if max_connections < 1:
+        raise UsageError("--max-connections must be at least 1")
+    if max_in_flight < 2 * max_size:
+        raise UsageError(
+            f"--max-in-flight must hold one connection: at least 2 × --max-size ({2 * max_size})"
+        )
     check_listen_address(host, token)
     config = ServeConfig(
         host=host,
         port=port,
         upstream=upstream,
         command=argv or None,
-        settings=_settings(max_size, max_queue, ping_interval),
-        admission=Admission(token or None, frozenset(allow_origins)),
-        keep_secrets=record_secrets,
+        settings=settings,
+        admission=Admission(token, frozenset(allow_origins)),
+        keep_secrets=keep_secrets or record_secrets,
         grace=grace,
         label=label,
+        max_connections=max_connections,
+        max_in_flight=max_in_flight,
     )
     tune_relay_process()
     writer = RecorderLink(db_path(db))
@@ -231,6 +272,6 @@ async def _serve_until_signal(config: ServeConfig, writer: RecorderLink) -> None
     target = config.upstream or " ".join(config.command or ())
 
     def ready(url: str) -> None:
-        click.echo(f"acp-proxy: listening on {url} → {target} (pid {os.getpid()})", err=True)
+        echo(f"acp-proxy: listening on {url} → {target} (pid {os.getpid()})", err=True)
 
     await serve(config, writer, stop, ready=ready)

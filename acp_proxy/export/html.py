@@ -4,11 +4,15 @@ What belongs here: laying out what the other views already compute — the captu
 tool calls, terminals as their screens showed them, file changes as patches, and the frame
 timeline with every frame's exact text one click away — as static HTML with inline CSS. No
 scripts, no external resources: the file can be attached to a bug report and read offline.
-Everything from the wire is escaped.
+Everything from the wire is escaped, and the page's Content-Security-Policy (:data:`CSP`)
+makes the browser refuse what escaping would have let through anyway: any script, any load
+from anywhere, any style but our own stylesheet (allowed by its hash), forms and ``<base>``.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 from collections.abc import Iterable
 from typing import Any
@@ -18,7 +22,7 @@ from acp_proxy.reconstruct.views import diffs_json, terminals_json, tools_json, 
 from acp_proxy.store.reader import StoredFrame
 from acp_proxy.text.timeline import capture_row, summary
 
-__all__ = ["render_html"]
+__all__ = ["CSP", "render_html"]
 
 _RAW_SHOWN = 64 * 1024
 
@@ -39,6 +43,9 @@ pre.screen{background:#111;color:#e6e6e6;border-color:#111}
 details summary{cursor:pointer;color:#4a5563} .card{background:#fff;border:1px solid #e3e6ea;
 padding:8px 12px;margin:8px 0} .muted{color:#6b7380}
 """
+
+_CSS_HASH = base64.b64encode(hashlib.sha256(_CSS.encode()).digest()).decode()
+CSP = f"default-src 'none'; style-src 'sha256-{_CSS_HASH}'; base-uri 'none'; form-action 'none'"
 
 
 def _e(value: Any) -> str:
@@ -185,6 +192,7 @@ def render_html(capture: dict[str, Any], frames: Iterable[StoredFrame]) -> str:
     duration = "running" if c["duration_s"] is None else f"{c['duration_s']} s"
     parts = [
         "<!doctype html><html lang=en><head><meta charset=utf-8>",
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         f"<title>acp-proxy capture {c['id']}</title><style>{_CSS}</style></head><body>",
         f"<header><h1>Capture {c['id']} · {_e(c['transport'])} · {_e(c['agent_command'])}"
         f"</h1><p>{_e(peers)} {_e(version)}</p><p>started {_e(c['started_at'])} · "

@@ -20,6 +20,7 @@ import orjson
 
 from acp_proxy.protocol.frames import Direction, Frame, Opcode
 from acp_proxy.store.reader import StoredFrame
+from acp_proxy.text.safe import json_visible_bytes
 
 __all__ = ["frame_object", "read_jsonl", "write_jsonl"]
 
@@ -55,9 +56,11 @@ def frame_object(f: StoredFrame, capture_uid: str) -> dict[str, Any]:
 
 
 def write_jsonl(frames: Iterable[StoredFrame], capture_uid: str, out: IO[bytes]) -> int:
+    """One line per frame; C1 controls in strings are written as ``\\u`` escapes (the same
+    JSON value), so the file can be printed on a terminal too."""
     n = 0
     for f in frames:
-        out.write(orjson.dumps(frame_object(f, capture_uid)) + b"\n")
+        out.write(json_visible_bytes(orjson.dumps(frame_object(f, capture_uid))) + b"\n")
         n += 1
     return n
 

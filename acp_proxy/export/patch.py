@@ -7,15 +7,22 @@ from those two contents, so any number of intermediate edits collapse into one s
 Where contents are not known but the agent sent v2 ``git_patch`` text for every change of
 the path (PROTOCOL.md §6.3), those sections are used as sent, with their absolute paths made
 relative to the session's working directory. Anything else is skipped, with a reason.
+
+The patch is applied by someone trusting it, so no path in it may leave the workspace
+(:func:`~acp_proxy.reconstruct.files.workspace_path`): a path outside the working directory,
+one climbing out with ``..`` or into ``.git``, is skipped; so is a v2 section that is not
+plain (:func:`~acp_proxy.reconstruct.patch.well_formed`), since ``git apply`` would read
+lines after its hunks as the header of another file.
 """
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field
 
-from acp_proxy.reconstruct.files import FileChange, FileHistory, display_path
+from acp_proxy.reconstruct.files import FileChange, FileHistory, workspace_path
 from acp_proxy.reconstruct.fold import Reconstruction
-from acp_proxy.reconstruct.patch import unified
+from acp_proxy.reconstruct.patch import HEADER_PATHS, unified, well_formed
 
 __all__ = ["PatchResult", "session_patch"]
 
@@ -35,41 +42,53 @@ def _cwd(r: Reconstruction, h: FileHistory) -> str | None:
     return None
 
 
-def _inside(path: str, cwd: str | None) -> bool:
-    return bool(cwd) and path.startswith(str(cwd).rstrip("/") + "/")
+def _rewrite(section: str, cwd: str | None) -> str | None:
+    """A section with its header paths made ``a/<rel>``/``b/<rel>``, relative to ``cwd``;
+    ``None`` when it is not a plain section (:func:`well_formed`) or a path in it leaves
+    the workspace."""
+    if not well_formed(section):
+        return None
 
-
-def _rewrite(section: str, cwd: str | None) -> str:
-    """Make a section's header paths ``a/<rel>``/``b/<rel>`` relative to ``cwd``."""
-
-    def rel(p: str, prefix: str) -> str:
+    def rel(p: str, prefix: str) -> str | None:
         p = p.strip()
         if p == "/dev/null":
             return p
         if p.startswith(("a/", "b/")) and not p[2:].startswith("/"):
             p = p[2:]
-        return prefix + display_path(p, cwd)
+        inside = workspace_path(p, cwd)
+        return None if inside is None else prefix + inside
 
     out = []
     in_head = True
-    for line in section.splitlines(keepends=True):
+    for line in section.split("\n"):  # git's lines (a \r or a form feed is content)
         if in_head:
-            body = line.rstrip("\n")
+            new: str | None = line
             if line.startswith("@@"):
                 in_head = False
             elif line.startswith("diff --git "):
-                parts = body[len("diff --git ") :].split(" ")
-                if len(parts) == 2:
-                    line = f"diff --git {rel(parts[0], 'a/')} {rel(parts[1], 'b/')}\n"
+                parts = line[len("diff --git ") :].split(" ")
+                if len(parts) != 2:
+                    return None
+                a, b = rel(parts[0], "a/"), rel(parts[1], "b/")
+                new = f"diff --git {a} {b}" if a and b else None
             elif line.startswith("--- "):
-                line = f"--- {rel(body[4:], 'a/')}\n"
+                p = rel(line[4:], "a/")
+                new = p and f"--- {p}"
             elif line.startswith("+++ "):
-                line = f"+++ {rel(body[4:], 'b/')}\n"
-            elif line.startswith(("rename from ", "rename to ", "copy from ", "copy to ")):
-                head, _, p = body.rpartition(" ")
-                line = f"{head} {rel(p, '')}\n"
+                p = rel(line[4:], "b/")
+                new = p and f"+++ {p}"
+            elif line.startswith(HEADER_PATHS):
+                head, _, path = line.rpartition(" ")
+                p = rel(path, "")
+                new = p and f"{head} {p}"
+            if new is None:
+                return None
+            line = new
         out.append(line)
-    return "".join(out)
+    return "\n".join(out)
+
+
+_OUTSIDE = "outside the session's working directory"
 
 
 def session_patch(r: Reconstruction) -> PatchResult:
@@ -78,8 +97,9 @@ def session_patch(r: Reconstruction) -> PatchResult:
     used: set[int] = set()
     for path, h in r.files.paths.items():
         cwd = _cwd(r, h)
-        if not _inside(path, cwd):
-            result.skipped.append((path, "outside the session's working directory"))
+        rel = workspace_path(path, cwd) if posixpath.isabs(path) else None
+        if rel is None:
+            result.skipped.append((path, _OUTSIDE))
             continue
         changes = [c for c in r.files.changes if path in (c.path, c.old_path)]
         if not changes:
@@ -88,7 +108,6 @@ def session_patch(r: Reconstruction) -> PatchResult:
             h.start_exists is True and h.start_content is not None
         )
         end_known = h.exists is False or (h.exists is True and h.content is not None)
-        rel = display_path(path, cwd)
         if start_known and end_known:
             old = h.start_content if h.start_exists else None
             new = h.content if h.exists else None
@@ -98,10 +117,13 @@ def session_patch(r: Reconstruction) -> PatchResult:
                 result.paths.append(path)
             continue
         if all(_v2_section(c) for c in changes):
-            for c in changes:
-                if id(c.patch) not in used:
-                    used.add(id(c.patch))
-                    result.text += _rewrite(c.patch or "", cwd)
+            fresh = {id(c.patch): c.patch or "" for c in changes if id(c.patch) not in used}
+            texts = [_rewrite(section, cwd) for section in fresh.values()]
+            if any(t is None for t in texts):
+                result.skipped.append((path, f"its patch text is not plain or goes {_OUTSIDE}"))
+                continue
+            used.update(fresh)
+            result.text += "".join(t or "" for t in texts)
             result.paths.append(path)
             continue
         result.skipped.append((path, "contents not known and no patch text"))

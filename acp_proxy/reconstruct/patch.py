@@ -14,10 +14,34 @@ import difflib
 import re
 from dataclasses import dataclass
 
-__all__ = ["Section", "apply_hunks", "split_git_patch", "unified"]
+__all__ = [
+    "HEADER_PATHS",
+    "Section",
+    "apply_hunks",
+    "lines_of",
+    "split_git_patch",
+    "unified",
+    "well_formed",
+]
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NO_EOL = "\\ No newline at end of file"
+# The extended header lines of a git diff that name a path, and the others it may have.
+HEADER_PATHS = ("--- ", "+++ ", "rename from ", "rename to ", "copy from ", "copy to ")
+_HEADER_OTHER = ("index ", "similarity index ", "dissimilarity index ")
+_MODE_LINES = ("new file mode ", "deleted file mode ", "old mode ", "new mode ")
+_MODES = ("100644", "100755")  # regular files: no symlink, no submodule
+
+
+def lines_of(text: str) -> list[str]:
+    """``text`` cut into lines as git cuts them: after each ``\\n`` only (a ``\\r``, form
+    feed or U+2028 is content; :meth:`str.splitlines` would cut there and make hunk counts
+    that ``git apply`` reads differently)."""
+    lines = text.split("\n")
+    out = [line + "\n" for line in lines[:-1]]
+    if lines[-1]:
+        out.append(lines[-1])
+    return out
 
 
 def unified(old: str | None, new: str | None, a: str, b: str | None = None) -> str:
@@ -36,8 +60,8 @@ def unified(old: str | None, new: str | None, a: str, b: str | None = None) -> s
         head.append("deleted file mode 100644\n")
     elif a != b:
         head += [f"rename from {a}\n", f"rename to {b}\n"]
-    old_lines = (old or "").splitlines(keepends=True)
-    new_lines = (new or "").splitlines(keepends=True)
+    old_lines = lines_of(old or "")
+    new_lines = lines_of(new or "")
     if old_lines == new_lines:  # an empty file added or removed, or a pure rename
         return "".join(head)
     out = "".join(head)
@@ -78,7 +102,7 @@ def split_git_patch(text: str) -> list[Section]:
     the ``diff --git`` line; ``a/`` and ``b/`` prefixes are removed.
     """
     sections: list[Section] = []
-    lines = text.splitlines(keepends=True)
+    lines = lines_of(text)
     starts = [i for i, line in enumerate(lines) if line.startswith("diff --git ")]
     for n, start in enumerate(starts):
         end = starts[n + 1] if n + 1 < len(starts) else len(lines)
@@ -112,10 +136,10 @@ def apply_hunks(old: str, section: str) -> str | None:
 
     A section without hunks (a rename, a mode change) leaves the content as it is.
     """
-    src = old.splitlines(keepends=True)
+    src = lines_of(old)
     out: list[str] = []
     pos = 0
-    lines = section.splitlines(keepends=True)
+    lines = lines_of(section)
     i = 0
     while i < len(lines):
         m = _HUNK.match(lines[i])
@@ -149,3 +173,45 @@ def apply_hunks(old: str, section: str) -> str | None:
             i += 1
     out += src[pos:]
     return "".join(out)
+
+
+def well_formed(section: str) -> bool:
+    """Whether one ``diff --git`` section is nothing but its header and hunks whose line
+    counts match: after the last counted line nothing may follow that ``git apply`` could
+    read as the header of another file (``--- ``/``+++ `` of a traditional diff, say).
+    Only regular file modes are accepted."""
+    lines = [line.removesuffix("\n") for line in lines_of(section)]
+    if not lines or not lines[0].startswith("diff --git "):
+        return False
+    i = 1
+    while i < len(lines) and not lines[i].startswith("@@"):
+        line = lines[i]
+        if line.startswith(_MODE_LINES):
+            if line.rsplit(" ", 1)[-1] not in _MODES:
+                return False
+        elif not line.startswith((*HEADER_PATHS, *_HEADER_OTHER)):
+            return False
+        i += 1
+    while i < len(lines):
+        m = _HUNK.match(lines[i])
+        if not m:
+            return False
+        old = int(m.group(2)) if m.group(2) is not None else 1
+        new = int(m.group(4)) if m.group(4) is not None else 1
+        i += 1
+        while old > 0 or new > 0 or (i < len(lines) and lines[i].startswith("\\")):
+            if i >= len(lines):
+                return False
+            tag = lines[i][:1]
+            if tag in (" ", ""):
+                old, new = old - 1, new - 1
+            elif tag == "-":
+                old -= 1
+            elif tag == "+":
+                new -= 1
+            elif tag != "\\":
+                return False
+            if old < 0 or new < 0:
+                return False
+            i += 1
+    return True

@@ -30,7 +30,7 @@ import orjson
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.journal import JournalWriter
 from acp_proxy.record.wire import HEADER, Flag, Stream, Type
-from acp_proxy.store import liveness
+from acp_proxy.store import liveness, private
 
 __all__ = ["CaptureMeta", "RecorderLink", "Tap", "now_iso"]
 
@@ -247,6 +247,14 @@ class RecorderLink:
         if os.environ.get("ACP_PROXY_RECORDER") == "thread":
             in_process = True
         self._in_process = in_process
+        problem = private.refusal(self.db_path)
+        self.refused = problem is not None
+        self.journal: JournalWriter | None = None
+        if problem is not None:
+            # forwarding goes on (an editor's session must not fail for it), nothing is
+            # recorded: the database is not ours alone (acp_proxy.store.private)
+            self._warn(f"warning: not recording: {problem}; traffic is still forwarded")
+            return
         self.journal = JournalWriter(self.db_path, self.journal_id, warn=warn)
         if self.journal.broken:  # nothing to follow: no recorder, losses are counted
             self._bell = os.open(os.devnull, os.O_WRONLY)
@@ -260,7 +268,8 @@ class RecorderLink:
             tap = Tap(self, meta, self._next)
             self._next += 1
             payload = tap.open_payload()
-            self.journal.declare(tap.number, orjson.loads(payload))
+            if self.journal is not None:
+                self.journal.declare(tap.number, orjson.loads(payload))
             head = HEADER.pack(len(payload), Type.OPEN, 0, 0, tap.number, 0, 0,
                                time.monotonic_ns())  # fmt: skip
             self.send_locked(head, payload)
@@ -316,6 +325,8 @@ class RecorderLink:
 
         The journal never waits for the recorder; a failed write is kept as a loss by the
         journal itself (a full disk)."""
+        if self.journal is None:
+            return  # recording refused at start, and said so
         if self._closed:
             self._late += len(payload)
             return
@@ -339,7 +350,7 @@ class RecorderLink:
             self._bell = os.open(os.devnull, os.O_WRONLY)
             self._warn(
                 f"warning: the recorder process ended {_MAX_RESTARTS} times; not starting "
-                f"another: traffic is still journaled in {self.journal.path} "
+                f"another: traffic is still journaled beside {self.db_path} "
                 f"(bring it in with: acp-proxy import-spill --db {self.db_path})"
             )
             return
@@ -352,8 +363,9 @@ class RecorderLink:
         for it (an in-process recorder is always waited for)."""
         with self.lock:
             self._closed = True
-            summary = self.journal.summary()
-            self.journal.close()
+            summary = self.journal.summary() if self.journal is not None else None
+            if self.journal is not None:
+                self.journal.close()
             if self._proc is not None and self._proc.poll() is not None:
                 self._replace()  # it died since the last write: one more reads the rest
             with contextlib.suppress(OSError):

@@ -2,7 +2,8 @@
 
 What belongs here: the listener (:func:`serve`; each client connection is one capture and
 gets either its own upstream connection — man in the middle — or its own agent process), its
-admission rules (loopback unless a token is given, browser origins refused), and
+admission rules (loopback unless a token is given, browser origins refused, and the
+limits of :mod:`acp_proxy.relay.capacity`), and
 :func:`bridge_stdio_client` (our stdin/stdout as a stdio client of a remote WebSocket agent).
 """
 
@@ -28,7 +29,18 @@ from websockets.protocol import State
 
 from acp_proxy.errors import AgentSpawnError, UsageError
 from acp_proxy.record.link import CaptureMeta, RecorderLink, stderr_warn
+from acp_proxy.relay.capacity import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT, Capacity
 from acp_proxy.relay.core import Endpoint, relay
+from acp_proxy.text.safe import visible
+from acp_proxy.transports.headers import (
+    redact_headers,
+    redact_subprotocol,
+    redact_url,
+    relay_request_headers,
+    relay_response_headers,
+    subprotocols_of,
+    without_params,
+)
 from acp_proxy.transports.lines import AgentProcess, FdChannel, LineEndpoint
 from acp_proxy.transports.stdio import spawn_agent
 from acp_proxy.transports.websocket import (
@@ -38,18 +50,34 @@ from acp_proxy.transports.websocket import (
     WsEndpoint,
     WsSettings,
     open_client,
-    redact_headers,
-    redact_url,
-    relay_request_headers,
-    relay_response_headers,
-    subprotocols_of,
-    without_query_param,
 )
 
-__all__ = ["Admission", "ServeConfig", "bridge_stdio_client", "check_listen_address", "serve"]
+__all__ = [
+    "Admission",
+    "ServeConfig",
+    "bridge_stdio_client",
+    "check_listen_address",
+    "check_token",
+    "serve",
+]
 
 _OK_CLOSE = (1000, 1001, 1005)
-_warn = stderr_warn
+
+
+def _warn(message: str) -> None:
+    """A warning on stderr; what peers sent in it (paths, close reasons) is shown escaped."""
+    stderr_warn(visible(message))
+
+
+def check_token(token: str | None) -> None:
+    """A token is one word: blank, spaced or with control characters it would admit
+    nobody, or every client that sends an empty credential (HTTP strips the spaces)."""
+    if token is None:
+        return
+    if not token.strip():
+        raise UsageError("--token is empty or blank; give a secret (e.g. openssl rand -hex 16)")
+    if any(c.isspace() or not c.isprintable() for c in token):
+        raise UsageError("--token must be one word, without spaces or control characters")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -57,32 +85,54 @@ class Admission:
     """Who may connect: a bearer token (header or ``?token=``) and allowed browser origins.
 
     A request with an ``Origin`` header not in ``allow_origins`` is refused (a page in the
-    user's browser must not reach a local agent through us; DESIGN.md principle 6).
+    user's browser must not reach a local agent through us; DESIGN.md principle 6), and so
+    is one with several.
+
+    The token is ours: :meth:`consumes` and :meth:`consumes_param` say which headers and
+    query parameters carry it, however they are spelled, so it never goes further.
     """
 
     token: str | None = None
     allow_origins: frozenset[str] = frozenset()
 
+    def __post_init__(self) -> None:
+        check_token(self.token)
+
     def refusal(self, request: Request) -> tuple[int, str] | None:
-        origin = request.headers.get("Origin")
-        if origin is not None and origin not in self.allow_origins:
-            return 403, f"origin {origin!r} is not allowed (--allow-origin)"
+        origins = request.headers.get_all("Origin")
+        if len(origins) > 1:
+            return 403, f"{len(origins)} Origin headers (a request has at most one)"
+        if origins and origins[0] not in self.allow_origins:
+            return 403, f"origin {origins[0]!r} is not allowed (--allow-origin)"
         if self.token is not None and not self._token_ok(request):
             return 401, "missing or wrong token (Authorization: Bearer TOKEN or ?token=TOKEN)"
         return None
 
-    def _token_ok(self, request: Request) -> bool:
+    def _is_token(self, word: str) -> bool:
         assert self.token is not None
-        want = self.token.encode()
+        return hmac.compare_digest(word.encode(), self.token.encode())
+
+    def _token_ok(self, request: Request) -> bool:
         for value in request.headers.get_all("Authorization"):
-            scheme, _, cred = value.partition(" ")
-            if scheme.lower() == "bearer" and hmac.compare_digest(cred.strip().encode(), want):
+            words = value.split()
+            if len(words) == 2 and words[0].lower() == "bearer" and self._is_token(words[1]):
                 return True
         query = urllib.parse.urlsplit(request.path).query
         return any(
-            k == "token" and hmac.compare_digest(v.encode(), want)
+            k == "token" and self._is_token(v)
             for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True)
         )
+
+    def consumes(self, name: str, value: str) -> bool:
+        """An ``Authorization`` header with our token in it, whatever the scheme, case or
+        spacing (more than is accepted: nothing that carries the token is relayed)."""
+        if self.token is None or name.lower() != "authorization":
+            return False
+        return any(self._is_token(word) for word in value.split())
+
+    def consumes_param(self, name: str, value: str) -> bool:
+        """A query parameter (decoded) whose value is our token, whatever its name."""
+        return self.token is not None and self._is_token(value)
 
 
 def check_listen_address(host: str, token: str | None) -> None:
@@ -113,6 +163,8 @@ class ServeConfig:
     keep_secrets: bool = False
     grace: float = 3.0
     label: str | None = None
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
 
 
 def _upstream_target(upstream: str, client_target: str) -> str:
@@ -135,6 +187,9 @@ class _Front:
         self.writer = writer
         self.listen_url = ""
         self.tasks: set[asyncio.Task[None]] = set()
+        self.capacity = Capacity.for_messages(
+            config.max_connections, config.max_in_flight, config.settings.max_size or 0
+        )
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -143,7 +198,7 @@ class _Front:
 
     async def process_request(self, conn: Any, request: Request) -> Response | None:
         assert isinstance(conn, RelayServerConnection)
-        if request.headers.get("Upgrade", "").lower() != "websocket":
+        if [u.lower() for u in request.headers.get_all("Upgrade")] != ["websocket"]:
             return None  # not an upgrade: let websockets answer it (426)
         session = _Session(self, conn, request)
         conn.attachment = session
@@ -180,11 +235,8 @@ class _Session:
         self.request = request
         cfg = front.config
         self.keep = cfg.keep_secrets
-        target = request.path
-        if cfg.admission.token is not None:
-            target = without_query_param(target, "token", cfg.admission.token)
-        self.target = target
-        self.upstream_url = _upstream_target(cfg.upstream, target) if cfg.upstream else None
+        self.target = without_params(request.path, cfg.admission.consumes_param)
+        self.upstream_url = _upstream_target(cfg.upstream, self.target) if cfg.upstream else None
         peer = conn.remote_address
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.subprotocol: str | None = None
@@ -192,6 +244,7 @@ class _Session:
         self.agent: AgentProcess | None = None
         self.started = False
         self.done = False  # the capture is closed (refused, failed, abandoned or relayed)
+        self.admitted = False  # holds a slot of the listener's capacity
         self.abandoning = False
         self.open_done = asyncio.Event()  # open() has returned, whatever it opened
         self.opened_ns = time.monotonic_ns()
@@ -207,6 +260,12 @@ class _Session:
         )
         self.tap = front.writer.open_capture(meta)
 
+    def _end(self) -> None:
+        self.done = True
+        if self.admitted:
+            self.admitted = False
+            self.front.capacity.release()
+
     def _request_event(self) -> dict[str, Any]:
         return {
             "client": self.peer,
@@ -217,7 +276,7 @@ class _Session:
     def _fail(self, status: int, kind: str, message: str, **detail: Any) -> Response:
         self.tap.event(kind, status=status, error=message, request=self._request_event(), **detail)
         self.tap.close()
-        self.done = True
+        self._end()
         _warn(
             f"{self.peer} {redact_url(self.request.path, keep_secrets=False)}: {message}; "
             f"answered HTTP {status}"
@@ -237,10 +296,13 @@ class _Session:
         refusal = cfg.admission.refusal(self.request)
         if refusal is not None:
             return self._fail(refusal[0], "refused", refusal[1])
+        full = self.front.capacity.admit()
+        if full is not None:
+            return self._fail(503, "refused", full)
+        self.admitted = True
         if cfg.upstream is None:
             return await self._spawn_agent()
-        drop_auth = f"Bearer {cfg.admission.token}" if cfg.admission.token else None
-        headers = relay_request_headers(self.request.headers, drop_authorization=drop_auth)
+        headers = relay_request_headers(self.request.headers, consumed=cfg.admission.consumes)
         assert self.upstream_url is not None
         shown = redact_url(self.upstream_url, keep_secrets=False)
         try:
@@ -259,7 +321,7 @@ class _Session:
                 request=self._request_event(),
             )
             self.tap.close()
-            self.done = True
+            self._end()
             _warn(f"upstream {shown} answered HTTP {r.status_code}; relayed to {self.peer}")
             out = Headers(relay_response_headers(r.headers))
             out["Content-Length"] = str(len(r.body))
@@ -326,7 +388,7 @@ class _Session:
             self.agent.kill_now()
             await asyncio.to_thread(self.agent.proc.wait)
         if not self.done:
-            self.done = True
+            self._end()
             self.tap.event("abandoned", reason="client left during the handshake")
             self.tap.close()
 
@@ -351,7 +413,7 @@ class _Session:
             "status": conn.response.status_code,
             "headers": redact_headers(conn.response.headers.raw_items(), keep_secrets=self.keep),
         }
-        detail["subprotocol"] = conn.subprotocol
+        detail["subprotocol"] = redact_subprotocol(conn.subprotocol, keep_secrets=self.keep)
         detail["handshake_ms"] = round((time.monotonic_ns() - self.opened_ns) / 1e6, 3)
         self.tap.event("handshake", **detail)
         client = WsEndpoint(conn, "client")
@@ -368,7 +430,7 @@ class _Session:
             if self.agent is not None:
                 code, sig = await self.agent.finish()
                 exit_fields = {"exit_code": code, "exit_signal": sig}
-            self.done = True
+            self._end()
             self.tap.close(**exit_fields)
 
 
@@ -468,7 +530,7 @@ async def bridge_stdio_client(
                 conn.response.headers.raw_items(), keep_secrets=keep_secrets
             ),
         },
-        subprotocol=conn.subprotocol,
+        subprotocol=redact_subprotocol(conn.subprotocol, keep_secrets=keep_secrets),
         handshake_ms=round((time.monotonic_ns() - started) / 1e6, 3),
     )
     client = LineEndpoint(FdChannel(stdin_fd, stdout_fd), "client", settings.max_size or 1 << 62)

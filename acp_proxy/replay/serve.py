@@ -30,6 +30,7 @@ from acp_proxy.protocol.jsonrpc import Kind
 from acp_proxy.replay.agent import AgentStandIn, Emit, MatchMode
 from acp_proxy.replay.match import Message, parse_messages, session_of
 from acp_proxy.store.reader import Store
+from acp_proxy.text.safe import visible
 from acp_proxy.transports.stdio import CHUNK, write_all
 
 __all__ = [
@@ -46,7 +47,7 @@ Say = Callable[[str], None]
 
 
 def _stderr(message: str) -> None:
-    sys.stderr.write(f"acp-proxy replay: {message}\n")
+    sys.stderr.write(f"acp-proxy replay: {visible(message)}\n")
     sys.stderr.flush()
 
 

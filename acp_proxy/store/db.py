@@ -16,6 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 from acp_proxy.errors import SchemaError, StoreError
+from acp_proxy.store.private import make_private_dirs, refusal
 
 __all__ = ["BUSY_TIMEOUT_MS", "connect", "default_db_path", "migrate", "schema_migrations"]
 
@@ -44,12 +45,14 @@ def connect(path: Path, *, create: bool = True, readonly: bool = False) -> sqlit
     """Open ``path`` with the settings every connection shares.
 
     A new file is created with mode 0600 (recordings hold secrets; DESIGN.md principle 6)
-    in a directory created 0700.
+    in directories created 0700; an existing one that is not private to us is refused
+    (:func:`acp_proxy.store.private.refusal`).
     """
     path = Path(path)
     if readonly:
         if not path.exists():
             raise StoreError(f"no recordings database at {path}")
+        _check_private(path)
         try:
             conn = sqlite3.connect(
                 f"file:{path}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
@@ -61,11 +64,12 @@ def connect(path: Path, *, create: bool = True, readonly: bool = False) -> sqlit
         return conn
     if create and not path.exists():
         try:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_dirs(path.parent)
             fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
             os.close(fd)
         except OSError as e:
             raise StoreError(f"cannot create recordings database {path}: {e.strerror}") from e
+    _check_private(path)
     try:
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -78,6 +82,12 @@ def connect(path: Path, *, create: bool = True, readonly: bool = False) -> sqlit
     except sqlite3.Error as e:
         raise StoreError(f"cannot open recordings database {path}: {e}") from e
     return conn
+
+
+def _check_private(path: Path) -> None:
+    problem = refusal(path)
+    if problem is not None:
+        raise StoreError(f"refusing the recordings database: {problem}")
 
 
 def migrate(conn: sqlite3.Connection) -> int:

@@ -3,9 +3,9 @@
 What belongs here: the settings every WebSocket leg is opened with, the server and client
 connection types, :class:`WsEndpoint` (one leg: whole messages in and out with their opcode,
 the close of one leg mirrored on another), :class:`FastLane` (a leg forwarding complete
-messages to another from the protocol callback), how a leg ended (:class:`Ending`), and the
-header policy of the upgrade (what is relayed, what is hop-by-hop, what is redacted when
-stored).
+messages to another from the protocol callback) and how a leg ended (:class:`Ending`). The
+header policy of the upgrade (what is relayed, what is stored) is
+:mod:`acp_proxy.transports.headers`.
 No relaying logic and no recording here: that is ``proxy/ws_relay.py``.
 
 Every ``websockets`` default that would add, refuse or reshape traffic is set explicitly
@@ -31,16 +31,13 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import re
 import time
-import urllib.parse
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.connection import Connection
 from websockets.asyncio.server import ServerConnection
-from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.frames import CloseCode, Frame
 from websockets.frames import Opcode as _WsOpcode
@@ -62,42 +59,10 @@ __all__ = [
     "WsSettings",
     "install_lane",
     "open_client",
-    "redact_headers",
-    "redact_url",
-    "relay_request_headers",
-    "relay_response_headers",
-    "subprotocols_of",
-    "without_query_param",
 ]
 
 NO_STATUS = int(CloseCode.NO_STATUS_RCVD)  # 1005: a close frame without a code
 DROPPED = int(CloseCode.ABNORMAL_CLOSURE)  # 1006: no close frame at all (TCP dropped)
-
-# Hop-by-hop or per-leg handshake headers: never relayed, each leg has its own.
-_HOP_BY_HOP = frozenset(
-    h.lower()
-    for h in (
-        "Connection",
-        "Keep-Alive",
-        "Proxy-Authenticate",
-        "Proxy-Authorization",
-        "Proxy-Connection",
-        "TE",
-        "Trailer",
-        "Transfer-Encoding",
-        "Upgrade",
-        "Content-Length",
-        "Host",
-        "Sec-WebSocket-Key",
-        "Sec-WebSocket-Accept",
-        "Sec-WebSocket-Version",
-        "Sec-WebSocket-Extensions",
-        "Sec-WebSocket-Protocol",  # relayed through subprotocol negotiation instead
-    )
-)
-_SECRET_HEADER = re.compile(r"authorization|cookie|token|secret|api-?key|password", re.I)
-_SECRET_PARAM = re.compile(r"^(token|access_token|api_?key|key|password|secret|auth)$", re.I)
-REDACTED = "[redacted]"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -406,98 +371,3 @@ class WsEndpoint:
 
 def _now() -> int:
     return time.monotonic_ns()
-
-
-def _connection_tokens(headers: Headers) -> set[str]:
-    out: set[str] = set()
-    for value in headers.get_all("Connection"):
-        out.update(t.strip().lower() for t in value.split(",") if t.strip())
-    return out
-
-
-def relay_request_headers(
-    headers: Headers, *, drop_authorization: str | None = None
-) -> list[tuple[str, str]]:
-    """The client's end-to-end upgrade headers, in order, duplicates kept.
-
-    ``drop_authorization``: an ``Authorization`` value meant for us (our ``--token``),
-    which is consumed here rather than relayed.
-    """
-    skip = _HOP_BY_HOP | _connection_tokens(headers)
-    out: list[tuple[str, str]] = []
-    for name, value in headers.raw_items():
-        lname = name.lower()
-        if lname in skip:
-            continue
-        if lname == "authorization" and value == drop_authorization:
-            continue
-        out.append((name, value))
-    return out
-
-
-def relay_response_headers(headers: Headers) -> list[tuple[str, str]]:
-    """The upstream's end-to-end 101 headers (``Acp-Connection-Id``, ``Set-Cookie``,
-    ``Server``, ``Date``, …), for our 101 to the client."""
-    skip = _HOP_BY_HOP | _connection_tokens(headers)
-    return [(n, v) for n, v in headers.raw_items() if n.lower() not in skip]
-
-
-def subprotocols_of(headers: Headers) -> list[str]:
-    out: list[str] = []
-    for value in headers.get_all("Sec-WebSocket-Protocol"):
-        out.extend(p.strip() for p in value.split(",") if p.strip())
-    return out
-
-
-def _redact_value(name: str, value: str) -> str:
-    lname = name.lower()
-    if lname in ("authorization", "proxy-authorization"):
-        scheme, _, _rest = value.partition(" ")
-        return f"{scheme} {REDACTED}" if _rest else REDACTED
-    if lname == "cookie":
-        parts = [p.strip() for p in value.split(";") if p.strip()]
-        return "; ".join(f"{p.partition('=')[0]}={REDACTED}" for p in parts)
-    if lname == "set-cookie":
-        first, sep, attrs = value.partition(";")
-        return f"{first.partition('=')[0]}={REDACTED}{sep}{attrs}"
-    return REDACTED
-
-
-def redact_headers(headers: Iterable[tuple[str, str]], *, keep_secrets: bool) -> list[list[str]]:
-    """Headers as stored in events: secrets (credentials, cookies, tokens) redacted."""
-    out: list[list[str]] = []
-    for name, value in headers:
-        if not keep_secrets and _SECRET_HEADER.search(name):
-            value = _redact_value(name, value)
-        out.append([name, value])
-    return out
-
-
-def redact_url(url: str, *, keep_secrets: bool) -> str:
-    """A URL or request target as stored: secret query parameters and userinfo redacted;
-    everything else is kept as it was written."""
-    if keep_secrets:
-        return url
-    parts = urllib.parse.urlsplit(url)
-    query = "&".join(
-        f"{k}={REDACTED}" if _SECRET_PARAM.match(urllib.parse.unquote_plus(k)) else item
-        for item in parts.query.split("&")
-        for k in (item.partition("=")[0],)
-    )
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = f"{REDACTED}@{netloc.rpartition('@')[2]}"
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def without_query_param(target: str, name: str, value: str) -> str:
-    """``target`` (path and query) without the ``name=value`` parameters meant for us."""
-    path, sep, query = target.partition("?")
-    if not sep:
-        return target
-    kept = [
-        item
-        for item in query.split("&")
-        if urllib.parse.parse_qsl(item, keep_blank_values=True) != [(name, value)]
-    ]
-    return f"{path}?{'&'.join(kept)}" if kept else path
