@@ -196,7 +196,7 @@ def tail(
             new = store.frames_after_rowid(last, cid)
             for f in new:
                 emit(f)
-                last = f.rowid
+                last = max(last, f.rowid)
             if new:
                 sys.stdout.flush()
             else:

@@ -45,8 +45,13 @@ from acp_proxy.record.wire import Flag, Record, Stream, Type
 
 __all__ = ["Core", "Pending", "Resume", "json_text"]
 
-_DIRECTION = {Stream.C2A: Direction.CLIENT_TO_AGENT, Stream.A2C: Direction.AGENT_TO_CLIENT}
+_DIRECTION: dict[int, Direction] = {
+    Stream.C2A: Direction.CLIENT_TO_AGENT,
+    Stream.A2C: Direction.AGENT_TO_CLIENT,
+}
 _DIR_TEXT = {Stream.C2A: "c2a", Stream.A2C: "a2c", Stream.STDERR: "stderr"}
+# looked up by plain int (no Enum call on the hot path)
+_DIRECTION_TEXT: dict[int, str] = {Stream.C2A: "c2a", Stream.A2C: "a2c"}
 _POSITION_COLUMN = {
     Stream.C2A: "c2a_position",
     Stream.A2C: "a2c_position",
@@ -536,7 +541,7 @@ class Core:
         if st.chunk_first_seq is None:
             st.chunk_first_seq = seq
         t = t_abs - cap.started_ns
-        direction = _DIRECTION[Stream(s)]
+        direction = _DIRECTION[s]
         info = Info(Kind.INVALID, anomalies=["binary"]) if opcode == "binary" else classify(raw)
         anomalies = info.anomalies
         if extra or st.resumed or st.undelivered:
@@ -553,13 +558,13 @@ class Core:
             for idx, item in enumerate(info.items):
                 rs, lat = self._pair(cap, direction, seq, t, item, anomalies)
                 self._rows.append(ItemRow(cap.uid, seq, idx, item, rs, lat))
-        if info.method == "initialize" or (info.kind == Kind.RESPONSE and request_seq is not None):
+        if info.method == "initialize":  # a response's method is its request's, once paired
             self._note_initialize(cap, direction, info, anomalies)
         self._rows.append(
             FrameRow(
                 cap.uid,
                 seq,
-                direction.value,
+                _DIRECTION_TEXT[s],
                 t,
                 raw,
                 terminated,

@@ -16,6 +16,7 @@ It runs in its own process (:mod:`acp_proxy.record.child`) or, as a fallback, in
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sqlite3
 import time
@@ -38,6 +39,7 @@ __all__ = ["ImportResult", "Recorder", "import_spills"]
 Warn = Callable[[str], None]
 _SPARSE = 64  # fewer records than this in a batch: wait a moment for more
 _COALESCE_S = 0.003
+_COLLECT_EVERY_S = 10.0  # when the child turned automatic collection off
 _RETRY_S = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 # After the relay is gone, how long a locked database is waited for before leaving the
 # journal as a spill file.
@@ -72,6 +74,7 @@ class Recorder:
         self._reader: JournalReader | None = None
         self._position = 0  # where the journal has been read to
         self._ended_at: float | None = None
+        self._collected = time.monotonic()
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -96,7 +99,10 @@ class Recorder:
                         return self._leave(self._failing or "the database refused")
                     time.sleep(max(0.01, self._next_try - time.monotonic()))
                     continue
-                batch = reader.read(timeout=None)
+                batch = reader.read(timeout=0)
+                if batch == []:  # idle: a moment to collect cycles, then wait for more
+                    self._collect_when_idle()
+                    batch = reader.read(timeout=None)
                 if batch is None:
                     break
                 if len(batch) < _SPARSE:
@@ -124,6 +130,11 @@ class Recorder:
                 self.db.close()
             if hold is not None:
                 spill.release_journal(self.db_path, self.journal, hold, done=done)
+
+    def _collect_when_idle(self) -> None:
+        if not gc.isenabled() and time.monotonic() - self._collected > _COLLECT_EVERY_S:
+            gc.collect()
+            self._collected = time.monotonic()
 
     def _feed(self, batch: list[tuple[int, Record]]) -> None:
         for pos, rec in batch:

@@ -41,6 +41,8 @@ FRAME_COLUMNS = (
 )
 _STREAM_NAMES = {Stream.C2A: "c2a", Stream.A2C: "a2c", Stream.STDERR: "stderr"}
 _ROWS_PER_STATEMENT = 50
+_FULL_COLUMNS = FRAME_COLUMNS.removeprefix("capture_id, ")
+_LEAN_COLUMNS = "seq, direction, t_ns, raw, terminated, size, kind, method, session_id, update_kind"
 _BLOB_PIECES = 8 * 1024 * 1024  # frames longer than this are written piece by piece
 _OPEN_COLUMNS = (
     "uid",
@@ -130,7 +132,7 @@ class Database:
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         migrate(self.conn)
         self._ids: dict[str, int] = {}
-        self._statements: dict[tuple[int, int], str] = {}
+        self._statements: dict[tuple[int, str, int], str] = {}
         self._recorder = (recorder_pid, recorder_start)
 
     def close(self) -> None:
@@ -294,21 +296,71 @@ class Database:
         self._ids[r.uid] = int(row[0])
 
     def _frames(self, by_uid: dict[str, list[FrameRow]]) -> None:
-        k = _ROWS_PER_STATEMENT
+        """Insert many rows per statement (SQLite's per-statement work and the module's
+        per-row overhead are paid once for many rows). Frames with nothing but the common
+        fields — most notifications — go through a statement that binds only those:
+        binding a parameter, even a NULL, is most of an insert's cost. Rows go in ``seq``
+        order (runs of one shape at a time), so rowid order stays the capture's order."""
         for uid, rows in by_uid.items():
             cid = self._id(uid)
-            small = [_frame_values(r) for r in rows if r.parts is None]
-            full = len(small) - len(small) % k
-            if full:
-                self.conn.executemany(
-                    self._statement(cid, k),
-                    (list(chain.from_iterable(small[i : i + k])) for i in range(0, full, k)),
-                )
-            if full < len(small):
-                self.conn.executemany(self._statement(cid, 1), small[full:])
+            lean: list[tuple[Any, ...]] = []
+            full: list[tuple[Any, ...]] = []
             for r in rows:
                 if r.parts is not None:
+                    self._insert(cid, _LEAN_COLUMNS, lean)
+                    self._insert(cid, _FULL_COLUMNS, full)
+                    lean, full = [], []
                     self._long_frame(cid, r)
+                    continue
+                i = r.info
+                if (
+                    r.request_seq is None
+                    and not r.anomalies
+                    and i.id is None
+                    and r.opcode is None
+                    and i.tool_call_id is None
+                    and i.terminal_id is None
+                    and i.error_code is None
+                ):
+                    raw = r.raw
+                    if full:
+                        self._insert(cid, _FULL_COLUMNS, full)
+                        full = []
+                    lean.append(
+                        (
+                            r.seq,
+                            r.direction,
+                            r.t_ns,
+                            raw,
+                            1 if r.terminated else 0,
+                            len(raw),
+                            i.kind,
+                            i.method,
+                            i.session_id,
+                            i.update_kind,
+                        )
+                    )
+                else:
+                    if lean:
+                        self._insert(cid, _LEAN_COLUMNS, lean)
+                        lean = []
+                    full.append(_frame_values(r))
+            self._insert(cid, _LEAN_COLUMNS, lean)
+            self._insert(cid, _FULL_COLUMNS, full)
+
+    def _insert(self, cid: int, columns: str, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        k = _ROWS_PER_STATEMENT
+        n = len(rows[0])
+        whole = len(rows) - len(rows) % k
+        if whole:
+            self.conn.executemany(
+                self._statement(cid, columns, n, k),
+                (list(chain.from_iterable(rows[i : i + k])) for i in range(0, whole, k)),
+            )
+        if whole < len(rows):
+            self.conn.executemany(self._statement(cid, columns, n, 1), rows[whole:])
 
     def _long_frame(self, cid: int, r: FrameRow) -> None:
         """A frame too long to bind at once: a zeroblob filled piece by piece."""
@@ -325,12 +377,15 @@ class Database:
             for part in r.parts or ():
                 blob.write(part)
 
-    def _statement(self, capture_id: int, n: int) -> str:
-        key = (capture_id, n)
+    def _statement(self, capture_id: int, columns: str, width: int, n: int) -> str:
+        key = (capture_id, columns, n)
         sql = self._statements.get(key)
         if sql is None:  # the id is ours (an integer from the database), safe as a literal
-            one = f"({int(capture_id)}, {', '.join('?' * 18)})"
-            sql = f"INSERT OR IGNORE INTO messages ({FRAME_COLUMNS}) VALUES {', '.join([one] * n)}"
+            one = f"({int(capture_id)}, {', '.join('?' * width)})"
+            sql = (
+                f"INSERT OR IGNORE INTO messages (capture_id, {columns}) VALUES "
+                f"{', '.join([one] * n)}"
+            )
             self._statements[key] = sql
         return sql
 

@@ -165,14 +165,18 @@ class Store:
             yield _stored(row)
 
     def frames_after_rowid(self, rowid: int, capture_id: int | None = None) -> list[StoredFrame]:
-        """Frames inserted after ``rowid`` (any capture unless given), for ``tail -f``."""
+        """Frames inserted after ``rowid`` (any capture unless given), for ``tail -f``, in
+        each capture's ``seq`` order (one transaction may insert a batch's frames in another
+        order; callers follow with the largest ``rowid`` returned)."""
         sql = f"SELECT {_FRAME_COLUMNS} FROM messages WHERE id > ?"
         args: list[Any] = [rowid]
         if capture_id is not None:
             sql += " AND capture_id = ?"
             args.append(capture_id)
         sql += " ORDER BY id LIMIT 5000"
-        return [_stored(r) for r in self.conn.execute(sql, args)]
+        found = [_stored(r) for r in self.conn.execute(sql, args)]
+        found.sort(key=lambda f: (f.capture_id, f.seq))
+        return found
 
     def last_frames(self, n: int, capture_id: int | None = None) -> list[StoredFrame]:
         """The ``n`` most recently inserted frames (of one capture unless None), oldest first."""
