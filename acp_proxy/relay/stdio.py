@@ -60,12 +60,17 @@ def record_stdio(
     for fd in (stdin_fd, stdout_fd):
         widen_pipe(fd)  # our own stdin and stdout, when the editor gave us pipes
     client_eof = threading.Event()
+    finishing = threading.Event()
     restore = _forward_signals(proc, tap)
     try:
-        threads = _start_pumps(proc, tap, client_eof, stdin_fd, stdout_fd, stderr_fd)
+        threads = _start_pumps(proc, tap, client_eof, finishing, stdin_fd, stdout_fd, stderr_fd)
         returncode = _wait(proc, tap, client_eof, grace)
         for t in threads[1:]:  # agent stdout and stderr: drain what the agent left
             t.join(timeout=2.0)
+        # Stop reading the client: what it sent until now is recorded (flagged as not
+        # delivered, the agent being gone); nothing is read that would not be.
+        finishing.set()
+        threads[0].join(timeout=1.0)
     finally:
         restore.close()
     code, sig = exit_status(returncode)
@@ -84,6 +89,7 @@ def _start_pumps(
     proc: subprocess.Popen[bytes],
     tap: Tap,
     client_eof: threading.Event,
+    finishing: threading.Event,
     stdin_fd: int,
     stdout_fd: int,
     stderr_fd: int,
@@ -98,9 +104,13 @@ def _start_pumps(
             agent_in.fileno(),
             lambda d, t: tap.chunk(c2a, d, t),
             on_write_error=lambda e: _undelivered(tap, c2a, "agent_stdin_closed", e),
+            stop=finishing,
         )
         tap.end_stream(c2a)
-        tap.event("client_eof")
+        if finishing.is_set():
+            tap.event("client_not_read", reason="the agent has exited")
+        else:
+            tap.event("client_eof")
         with contextlib.suppress(OSError):
             agent_in.close()
         client_eof.set()

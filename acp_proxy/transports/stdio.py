@@ -12,8 +12,10 @@ import contextlib
 import errno
 import fcntl
 import os
+import select
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -23,6 +25,7 @@ __all__ = ["CHUNK", "exit_status", "pump", "spawn_agent", "widen_pipe", "write_a
 
 CHUNK = 1 << 20
 _PIPE_SIZE = 1 << 20
+_STOP_POLL_MS = 50
 _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, Linux
 
 
@@ -87,14 +90,26 @@ def pump(
     tap: Callable[[bytes, int], None],
     *,
     on_write_error: Callable[[OSError], None] | None = None,
+    stop: threading.Event | None = None,
 ) -> None:
     """Copy ``src`` to ``dst`` until EOF, calling ``tap(chunk, t_ns)`` before each write.
 
     When ``dst`` fails (the reader went away) the pump keeps reading and recording, so the
-    sender is not blocked and nothing it sent goes unrecorded.
+    sender is not blocked and nothing it sent goes unrecorded. With ``stop``, reading ends
+    soon after it is set, between two reads: whatever was read has been handed to ``tap``.
     """
     writable = True
+    poller = None
+    if stop is not None:
+        poller = select.poll()
+        poller.register(src, select.POLLIN | select.POLLHUP | select.POLLERR)
     while True:
+        if poller is not None:
+            assert stop is not None
+            if stop.is_set():
+                return
+            if not poller.poll(_STOP_POLL_MS):
+                continue
         try:
             data = os.read(src, CHUNK)
         except InterruptedError:  # pragma: no cover - PEP 475 retries for us

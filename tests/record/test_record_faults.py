@@ -207,3 +207,31 @@ def test_a_flood_of_tiny_lines_is_recorded_after_the_relay_is_gone(db: Path) -> 
     wait_recorded(db)
     c, stored = _stored(db)
     assert stored == b"x\n" * n and c["message_count"] == n and c["lost_count"] == 0
+
+
+def test_what_the_client_sends_after_the_agent_exited_is_recorded_as_undelivered(
+    db: Path,
+) -> None:
+    # the agent reads one line and exits; the client has already sent 4 MB more
+    agent = ["python3", "-c", "import sys; sys.stdin.buffer.readline()"]
+    first = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}\n'
+    rest = b"".join(
+        b'{"jsonrpc":"2.0","method":"x","params":{"n":%07d}}\n' % i for i in range(100_000)
+    )
+    result = run_proxy(db, agent, first + rest)
+    assert result.returncode == 0
+    assert b"not recorded" not in result.stderr, result.stderr
+    wait_recorded(db)
+    store = Store(db)
+    try:
+        c = store.capture(None)
+        sent = store.stream_bytes(c["id"], Direction.CLIENT_TO_AGENT)
+        frames = list(store.frames(c["id"]))
+    finally:
+        store.close()
+    assert (first + rest).startswith(sent) and sent.startswith(first)
+    assert len(sent) > len(first)  # the proxy read more than the agent took: it is kept
+    assert any("undelivered" in f.anomalies for f in frames)
+    assert "undelivered" not in frames[0].anomalies
+    kinds = [k for (k,) in db_rows(db, "SELECT kind FROM events ORDER BY id")]
+    assert "agent_stdin_closed" in kinds or "client_not_read" in kinds
