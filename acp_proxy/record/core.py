@@ -560,6 +560,10 @@ class Core:
                 self._rows.append(ItemRow(cap.uid, seq, idx, item, rs, lat))
         if info.method == "initialize":  # a response's method is its request's, once paired
             self._note_initialize(cap, direction, info, anomalies)
+        info.value = None  # the parsed message is not stored: let it go now, not at commit
+        if info.items is not None:
+            for item in info.items:
+                item.value = None
         self._rows.append(
             FrameRow(
                 cap.uid,
