@@ -9,7 +9,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PKG = Path(__file__).resolve().parent.parent / "acp_proxy"
+from support.paths import PACKAGE
+
+PKG = PACKAGE
 
 # The longest matching prefix of a module's dotted name (inside the package) gives its layer.
 LAYERS = {

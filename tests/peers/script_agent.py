@@ -4,7 +4,7 @@ usage: script_agent.py SCRIPT
 SCRIPT has one JSON array per line: ["a2c", TEXT] is written to stdout as a line,
 ["c2a", TEXT] is waited for (one line read from stdin), ["stderr", TEXT] is written to
 stderr. TEXT is written as UTF-8 with surrogate escapes, so any byte can be scripted. The
-client plays the other side (tests/test_hostile_support.py), so each message reaches the
+client plays the other side (tests/support/hostile.py), so each message reaches the
 proxy before the next one exists, and the recording's order is the script's.
 """
 

@@ -16,7 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import PROXY, db_rows, peer, recorder_processes, run_proxy, wait_recorded
+from support.proc import PROXY, db_rows, peer, recorder_processes, run_proxy, wait_recorded
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.store.reader import Store

@@ -17,10 +17,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from conftest import PROXY, db_rows, run_proxy, wait_recorded
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_ws_support import RAW, running_proxy
+from support.proc import PROXY, db_rows, run_proxy, wait_recorded
+from support.ws import RAW, running_proxy
 from websockets.asyncio.client import connect
 
 from acp_proxy.protocol.frames import Direction
