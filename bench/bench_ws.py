@@ -125,7 +125,12 @@ async def long_connection(url: str, n: int, pid: int) -> list[tuple[int, int]]:
 
 
 def rows_in(db: Path) -> int:
-    con = sqlite3.connect(db)
+    # read-only: a plain connect would create an empty, world-readable file before the
+    # proxy does, and the recorder rightly refuses a database others can read
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return 0
     try:
         return int(con.execute("SELECT COUNT(*) FROM messages").fetchone()[0])
     except sqlite3.Error:
