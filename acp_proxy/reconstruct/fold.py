@@ -12,6 +12,7 @@ turn, who owns a terminal).
 from __future__ import annotations
 
 import gc
+import hashlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -376,11 +377,10 @@ class Reconstruction:
                 if term.terminal_id not in tc.terminal_ids:
                     tc.terminal_ids.append(term.terminal_id)
             elif t == "diff":
-                key = (
-                    tc.session_id,
-                    tc.tool_call_id,
-                    orjson.dumps(item, option=orjson.OPT_SORT_KEYS),
-                )
+                # a digest, not the diff itself: a capture repeats its diffs in every
+                # update of the tool call, and keeping each text twice doubles the memory
+                dumped = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
+                key = (tc.session_id, tc.tool_call_id, hashlib.blake2b(dumped).digest())
                 if key in self._diffs_seen:
                     continue
                 self._diffs_seen.add(key)

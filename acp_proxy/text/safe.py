@@ -38,9 +38,14 @@ def visible(text: str) -> str:
     return text.translate(_TABLE)
 
 
+_JSON_CONTROLS = re.compile("[\x7f\x80-\x9f]")
+
+
 def json_visible(text: str) -> str:
     """JSON text with C1 controls and DEL written as ``\\u`` escapes (the same JSON value:
     they can only occur inside strings)."""
+    if _JSON_CONTROLS.search(text) is None:  # the common case, at C speed
+        return text
     return text.translate(_JSON_TABLE)
 
 
