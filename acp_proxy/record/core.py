@@ -30,6 +30,7 @@ from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.framing import DEFAULT_MAX_FRAME
 from acp_proxy.protocol.jsonrpc import Info, Kind, classify
 from acp_proxy.protocol.pairing import Pairing
+from acp_proxy.protocol.skim import HEAD, SKIM_ABOVE, skim
 from acp_proxy.record.rows import (
     CaptureFields,
     EventRow,
@@ -437,8 +438,14 @@ class Core:
         if st.split and not terminated:
             flags = (*flags, "split")
         st.split = False
-        raw = parts[0] if len(parts) == 1 else b"".join(parts)
-        self._frame(cap, s, st, raw, terminated, None, t if t is not None else 0, flags)
+        t_abs = t if t is not None else 0
+        if len(parts) > 1 and sum(map(len, parts)) >= SKIM_ABOVE:
+            # a huge line stays in the pieces that brought it: joining them would hold it
+            # twice, and the database takes it piece by piece
+            self._frame(cap, s, st, b"", terminated, None, t_abs, flags, parts)
+        else:
+            raw = parts[0] if len(parts) == 1 else b"".join(parts)
+            self._frame(cap, s, st, raw, terminated, None, t_abs, flags)
         st.pending_start = st.position
 
     def _message(self, cap: _Capture, rec: Record) -> None:
@@ -534,6 +541,7 @@ class Core:
         opcode: str | None,
         t_abs: int,
         extra: tuple[str, ...],
+        parts: list[bytes] | None = None,
     ) -> None:
         seq = cap.seq
         cap.seq = seq + 1
@@ -542,7 +550,14 @@ class Core:
             st.chunk_first_seq = seq
         t = t_abs - cap.started_ns
         direction = _DIRECTION[s]
-        info = Info(Kind.INVALID, anomalies=["binary"]) if opcode == "binary" else classify(raw)
+        if opcode == "binary":
+            info = Info(Kind.INVALID, anomalies=["binary"])
+        elif parts is not None:
+            info = skim(_head(parts))
+        elif len(raw) >= SKIM_ABOVE:
+            info = skim(raw[:HEAD])
+        else:
+            info = classify(raw)
         anomalies = info.anomalies
         if extra or st.resumed or st.undelivered:
             anomalies = [*anomalies, *extra]
@@ -577,6 +592,7 @@ class Core:
                 anomalies,
                 request_seq,
                 latency,
+                parts,
             )
         )
 
@@ -643,6 +659,17 @@ class Core:
                 if caps is not None:
                     f["agent_capabilities"] = json_text(caps)
         cap.touched = True
+
+
+def _head(parts: list[bytes]) -> bytes:
+    """The first :data:`HEAD` bytes of a frame held as pieces."""
+    out, size = [], 0
+    for part in parts:
+        out.append(part[: HEAD - size])
+        size += len(out[-1])
+        if size >= HEAD:
+            break
+    return b"".join(out)
 
 
 def _version(v: Any, anomalies: list[str]) -> int | None:
