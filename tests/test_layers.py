@@ -23,6 +23,8 @@ LAYERS = {
     "replay.client": 1,
     "replay.compare": 1,
     "record.core": 1,
+    "record.derive": 1,
+    "record.state": 1,
     "record.rows": 1,
     "record.wire": 1,
     "store": 2,
@@ -46,6 +48,8 @@ PURE = (
     "replay.client",
     "replay.compare",
     "record.core",
+    "record.derive",
+    "record.state",
     "record.rows",
     "record.wire",
 )

@@ -27,10 +27,11 @@ from pathlib import Path
 from acp_proxy.errors import StoreError
 from acp_proxy.protocol.jsonrpc import Info, Kind
 from acp_proxy.record import spill
-from acp_proxy.record.core import Core, Resume
+from acp_proxy.record.core import Core
 from acp_proxy.record.journal import JournalReader, segment_path
 from acp_proxy.record.rows import FrameRow, Row
 from acp_proxy.record.sqlite import Database, now_iso
+from acp_proxy.record.state import Resume
 from acp_proxy.record.wire import Record
 from acp_proxy.store import liveness
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from acp_proxy import __version__
-from acp_proxy.record.core import Pending, Resume, json_text
 from acp_proxy.record.rows import (
     CaptureFields,
     EventRow,
@@ -29,6 +28,7 @@ from acp_proxy.record.rows import (
     Row,
     StderrRow,
 )
+from acp_proxy.record.state import Pending, Resume, json_text
 from acp_proxy.record.wire import Stream
 from acp_proxy.store.db import connect, migrate
 

@@ -6,8 +6,9 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.record.core import Core, Pending, Resume
+from acp_proxy.record.core import Core
 from acp_proxy.record.rows import CaptureFields, FrameRow, GapRow, ItemRow, MarkRow, OpenRow
+from acp_proxy.record.state import Pending, Resume
 from acp_proxy.record.wire import Flag, Record, Stream, Type
 
 C2A, A2C, ERR = Stream.C2A, Stream.A2C, Stream.STDERR
