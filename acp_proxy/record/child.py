@@ -22,8 +22,9 @@ import sys
 import threading
 from pathlib import Path
 
-from acp_proxy.record.link import now_iso, stderr_warn
+from acp_proxy.record.link import stderr_warn
 from acp_proxy.record.recorder import Recorder
+from acp_proxy.store.db import now_iso
 
 __all__ = ["main"]
 

@@ -31,19 +31,14 @@ from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.journal import JournalWriter
 from acp_proxy.record.wire import HEADER, Flag, Stream, Type
 from acp_proxy.store import liveness, private
+from acp_proxy.store.db import now_iso
 
-__all__ = ["CaptureMeta", "RecorderLink", "Tap", "now_iso"]
+__all__ = ["CaptureMeta", "RecorderLink", "Tap"]
 
 _MAX_RESTARTS = 5
 _STREAM = {Direction.CLIENT_TO_AGENT: Stream.C2A, Direction.AGENT_TO_CLIENT: Stream.A2C}
 
 Warn = Callable[[str], None]
-
-
-def now_iso() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def stderr_warn(message: str) -> None:

@@ -30,10 +30,11 @@ from acp_proxy.record import spill
 from acp_proxy.record.core import Core
 from acp_proxy.record.journal import JournalReader, segment_path
 from acp_proxy.record.rows import FrameRow, Row
-from acp_proxy.record.sqlite import Database, now_iso
+from acp_proxy.record.sqlite import Database
 from acp_proxy.record.state import Resume
 from acp_proxy.record.wire import Record
 from acp_proxy.store import liveness
+from acp_proxy.store.db import now_iso
 
 __all__ = ["ImportResult", "Recorder", "import_spills"]
 

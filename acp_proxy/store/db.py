@@ -18,9 +18,23 @@ from pathlib import Path
 from acp_proxy.errors import SchemaError, StoreError
 from acp_proxy.store.private import make_private_dirs, refusal
 
-__all__ = ["BUSY_TIMEOUT_MS", "connect", "default_db_path", "migrate", "schema_migrations"]
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "connect",
+    "default_db_path",
+    "migrate",
+    "now_iso",
+    "schema_migrations",
+]
 
 BUSY_TIMEOUT_MS = int(os.environ.get("ACP_PROXY_BUSY_TIMEOUT_MS", "10000"))
+
+
+def now_iso() -> str:
+    """Wall-clock time as the database stores it: UTC, milliseconds, a ``Z``."""
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def default_db_path() -> Path:
