@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -33,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_reconstruct import build  # noqa: E402
+from bench_stdio import Row  # noqa: E402
 
 from acp_proxy.protocol.frames import Direction  # noqa: E402
 from acp_proxy.record.link import CaptureMeta, RecorderLink  # noqa: E402
@@ -118,6 +120,28 @@ def first_line(db: Path, *args: str) -> tuple[float, float, float]:
     took = time.perf_counter() - t0
     peak_kb = int(err.decode().strip().splitlines()[-1])
     return first, took, peak_kb / 1024
+
+
+def measure(quick: bool) -> list[Row]:
+    """The rows of the performance table this benchmark answers for."""
+    frames = 200_000 if quick else 1_000_000
+    db = Path(tempfile.mkdtemp(prefix="bench-read-")) / "read.sqlite"
+    record(db, frames)
+    rows = []
+    for view in ("tools", "terminals", "diffs"):
+        took, peak, _ = run_view(db, view, "--json")
+        rows.append(
+            Row(f"{view} --json, {frames:,} frames: s, peak RSS", "",
+                f"{took:.2f} s, {peak:.0f} MiB", "<= 3 s, <= 150 MB (1 M frames)",
+                took <= 3 and peak <= 143)
+        )  # fmt: skip
+    first, _, _ = first_line(db, "show")
+    rows.append(
+        Row(f"show, {frames:,} frames: first line on the pipe", "", f"{first:.2f} s", "<= 0.5 s",
+            first <= 0.5)
+    )  # fmt: skip
+    shutil.rmtree(db.parent, ignore_errors=True)
+    return rows
 
 
 def main() -> None:
