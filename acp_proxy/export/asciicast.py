@@ -5,7 +5,7 @@ the text of an asciicast v2 file (a JSON header line, then ``[seconds, "o", text
 that ``asciinema play`` replays with the recorded timing. Times are seconds since the
 terminal was first seen. A snapshot that extends what was shown is played as the new part;
 any other snapshot clears the screen first (``ESC c``), as it replaces every byte
-(PROTOCOL.md §6.3). As on the ``screen`` view, a bare line feed is played as CR LF.
+(docs/protocol.md §6.3). As on the ``screen`` view, a bare line feed is played as CR LF.
 """
 
 from __future__ import annotations

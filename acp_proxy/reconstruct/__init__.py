@@ -2,7 +2,7 @@
 
 What belongs here: folds over :class:`~acp_proxy.protocol.frames.Frame` values that rebuild
 tool calls, terminals, files and diffs, permissions, plans, modes, usage and turns, for
-ACP v1 and the v2 draft (PROTOCOL.md §5–§7, ``tool-calls-v2.txt``), and pure renderings of
+ACP v1 and the v2 draft (docs/protocol.md §5–§7), and pure renderings of
 that state (JSON views). Nothing here does I/O: callers hand in frames (from a
 :class:`~acp_proxy.store.reader.Store` or a ``jsonl`` export) and print what they get back.
 

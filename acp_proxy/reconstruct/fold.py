@@ -4,7 +4,7 @@ What belongs here: :class:`Reconstruction`, which takes frames in ``seq`` order 
 each message to the records of ``tools``, ``terminals``, ``files`` and ``session``; and
 :func:`reconstruct`, which folds a whole capture or stops at a given ``seq`` ("the state at
 a point in the capture"). The protocol version comes from the capture's ``initialize``
-(the agent's answer, else the client's request; PROTOCOL.md §3); it selects the v1 or v2
+(the agent's answer, else the client's request; docs/protocol.md §3); it selects the v1 or v2
 reading where the wire shapes alone do not (``null`` in tool call updates, the end of a
 turn, who owns a terminal).
 """

@@ -2,7 +2,7 @@
 
 What belongs here: the :class:`Terminal` record and the rules that change it —
 
-* v2 agent-owned terminals (PROTOCOL.md §6.3): ``terminal_update`` is an upsert with patch
+* v2 agent-owned terminals (docs/protocol.md §6.3): ``terminal_update`` is an upsert with patch
   semantics (omitted = unchanged, ``null`` = clear, value = replace; ``_meta`` patched by
   key); ``output`` is an authoritative snapshot that replaces every stored byte;
   ``terminal_output_chunk`` data is base64-decoded chunk by chunk and the bytes appended.

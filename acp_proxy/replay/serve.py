@@ -238,7 +238,7 @@ async def serve_stdio(
 
 
 def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` on a loopback address (DESIGN.md principle 6)."""
+    """``HOST:PORT`` on a loopback address (docs/design.md principle 6)."""
     host, sep, port = text.rpartition(":")
     host = host.strip("[]")
     if not sep or not port.isdigit():

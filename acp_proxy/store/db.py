@@ -58,7 +58,7 @@ def schema_migrations() -> list[tuple[int, str]]:
 def connect(path: Path, *, create: bool = True, readonly: bool = False) -> sqlite3.Connection:
     """Open ``path`` with the settings every connection shares.
 
-    A new file is created with mode 0600 (recordings hold secrets; DESIGN.md principle 6)
+    A new file is created with mode 0600 (recordings hold secrets; docs/design.md principle 6)
     in directories created 0700; an existing one that is not private to us is refused
     (:func:`acp_proxy.store.private.refusal`).
     """

@@ -9,7 +9,7 @@ header policy of the upgrade (what is relayed, what is stored) is
 No relaying logic and no recording here: that is ``proxy/ws_relay.py``.
 
 Every ``websockets`` default that would add, refuse or reshape traffic is set explicitly
-(PROTOCOL.md §2.3, §12.7; DESIGN.md "anti-patterns"):
+(docs/protocol.md §2.3, §12.7; docs/design.md, "Anti-patterns the code avoids"):
 
 - ``compression=None`` on both legs: no permessage-deflate negotiated, so frames are what
   the peers sent; ``server_header=None`` and ``user_agent_header=None``: no header of ours.
