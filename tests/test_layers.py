@@ -41,6 +41,8 @@ LAYERS = {
 # Sans-I/O: these take values and return values.
 PURE = (
     "errors",
+    "export.asciicast",
+    "export.patch",
     "protocol",
     "reconstruct",
     "replay.match",

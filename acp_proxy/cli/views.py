@@ -1,4 +1,4 @@
-"""Reconstruction views: ``tools``, ``terminals``, ``diffs`` (layer 4).
+"""Reconstruction views: ``tools``, ``terminals``, ``diffs``.
 
 Thin click commands; the folds are in
 :mod:`acp_proxy.reconstruct`, the text in :mod:`acp_proxy.text.views`. ``CAPTURE`` is a capture

@@ -1,4 +1,4 @@
-"""WebSocket commands: ``ws`` and ``record --upstream`` (layer 4: thin, no logic of their own).
+"""WebSocket commands: ``ws`` and ``record --upstream`` (thin, no logic of their own).
 
 ``ws`` listens for WebSocket clients and relays each connection either to a remote
 WebSocket agent (``--upstream URL``: man in the middle) or to a fresh local stdio agent

@@ -1,4 +1,4 @@
-"""A terminal's output as an asciicast v2 recording (layer 1: pure, no I/O).
+"""A terminal's output as an asciicast v2 recording (pure, no I/O).
 
 What belongs here: turning a :class:`~acp_proxy.reconstruct.terminals.Terminal` timeline into
 the text of an asciicast v2 file (a JSON header line, then ``[seconds, "o", text]`` events)

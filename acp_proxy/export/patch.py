@@ -1,4 +1,4 @@
-"""One patch of a session's text changes, for ``git apply`` (layer 1: pure, no I/O).
+"""One patch of a session's text changes, for ``git apply`` (pure, no I/O).
 
 What belongs here: :func:`session_patch`, which turns the file fold into a single patch
 against the *starting* tree. For each path whose starting and final states are both known

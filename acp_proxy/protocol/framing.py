@@ -1,4 +1,4 @@
-"""Sans-I/O framing of a byte stream into newline-delimited frames (layer 0).
+"""Sans-I/O framing of a byte stream into newline-delimited frames.
 
 What belongs here: turning the chunks a pipe delivers into exact slices, one per line,
 without looking inside them. ACP over stdio delimits messages by ``\\n`` only

@@ -1,4 +1,4 @@
-"""Classify a frame without altering it (layer 1: pure, no I/O).
+"""Classify a frame without altering it (pure, no I/O).
 
 What belongs here: reading a frame's bytes to derive the queryable fields stored beside
 them — kind, method, id as JSON text, ACP session, update kind, tool call and terminal ids,

@@ -1,4 +1,4 @@
-"""The fields of a huge frame, read from its head without parsing it (layer 1: pure).
+"""The fields of a huge frame, read from its head without parsing it (pure).
 
 What belongs here: :func:`skim`, the classification of a frame too large to parse whole
 (:data:`SKIM_ABOVE` bytes and more). Parsing a 100 MB line builds a 100 MB string and more

@@ -1,4 +1,4 @@
-"""Reconstruct what the user saw from recorded frames (layer 1: pure folds, no I/O).
+"""Reconstruct what the user saw from recorded frames (pure folds, no I/O).
 
 What belongs here: folds over :class:`~acp_proxy.protocol.frames.Frame` values that rebuild
 tool calls, terminals, files and diffs, permissions, plans, modes, usage and turns, for

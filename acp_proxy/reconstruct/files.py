@@ -1,4 +1,4 @@
-"""Files and diffs: per-path timelines, known contents, stale edits (layer 1: pure).
+"""Files and diffs: per-path timelines, known contents, stale edits (pure).
 
 What belongs here: what the recorded traffic says about files —
 

@@ -1,4 +1,4 @@
-"""The fold: frames in, reconstructed state out (layer 1: pure, no I/O).
+"""The fold: frames in, reconstructed state out (pure, no I/O).
 
 What belongs here: :class:`Reconstruction`, which takes frames in ``seq`` order and routes
 each message to the records of ``tools``, ``terminals``, ``files`` and ``session``; and

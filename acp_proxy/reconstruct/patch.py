@@ -1,4 +1,4 @@
-"""Unified diffs: making them, splitting git patches, applying hunks (layer 1: pure).
+"""Unified diffs: making them, splitting git patches, applying hunks (pure).
 
 What belongs here: text-only helpers the file fold and the ``patch`` export use —
 :func:`unified` makes a ``git apply``-compatible diff between two known contents (with

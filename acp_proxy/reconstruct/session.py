@@ -1,4 +1,4 @@
-"""Sessions, turns and permission prompts (layer 1: pure, no I/O).
+"""Sessions, turns and permission prompts (pure, no I/O).
 
 What belongs here: the records for what surrounds tool calls —
 

@@ -1,4 +1,4 @@
-"""Terminal state: exact output bytes, text, screen, exit (layer 1: pure, no I/O).
+"""Terminal state: exact output bytes, text, screen, exit (pure, no I/O).
 
 What belongs here: the :class:`Terminal` record and the rules that change it —
 

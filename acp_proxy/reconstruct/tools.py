@@ -1,4 +1,4 @@
-"""Tool call state and how updates change it (layer 1: pure, no I/O).
+"""Tool call state and how updates change it (pure, no I/O).
 
 What belongs here: the :class:`ToolCall` record (one per ``toolCallId`` within an ACP
 session) and the rules that apply a ``tool_call``, ``tool_call_update`` or

@@ -1,4 +1,4 @@
-"""Frames to JSON-RPC messages with their partners (layer 1: pure, no I/O).
+"""Frames to JSON-RPC messages with their partners (pure, no I/O).
 
 What belongs here: decoding a frame's bytes (each entry of a batch on its own,
 docs/protocol.md §2.2), telling requests, notifications, responses and errors apart, and pairing

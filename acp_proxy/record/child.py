@@ -1,4 +1,4 @@
-"""``python -m acp_proxy.record.child DB JOURNAL``: the recorder process (layer 2).
+"""``python -m acp_proxy.record.child DB JOURNAL``: the recorder process.
 
 What belongs here: the process a relay starts to record its journal ``JOURNAL``
 (:mod:`acp_proxy.record.journal`) into ``DB``. Its stdin is the journal's doorbell: a

@@ -1,4 +1,4 @@
-"""What a frame is, as the recorder stores it (layer 1: pure).
+"""What a frame is, as the recorder stores it (pure).
 
 What belongs here: the classification of one frame (:func:`classify_frame`: the full one,
 or :func:`~acp_proxy.protocol.skim.skim` for a huge frame), its pairing with the request

@@ -1,4 +1,4 @@
-"""Frames into the ``messages`` table, as fast as SQLite takes them (layer 2).
+"""Frames into the ``messages`` table, as fast as SQLite takes them.
 
 What belongs here: the statements that insert frames — many rows per statement, a lean
 statement for frames with only the common fields, and a frame held in pieces written into

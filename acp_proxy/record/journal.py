@@ -1,4 +1,4 @@
-"""The journal: where a relay puts every byte before forwarding it (layer 2).
+"""The journal: where a relay puts every byte before forwarding it.
 
 What belongs here: the files that carry records (:mod:`acp_proxy.record.wire`) from a
 relaying process to its recorder — writing them (:class:`JournalWriter`, in the relay) and

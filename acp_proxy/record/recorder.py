@@ -1,4 +1,4 @@
-"""A recorder: a relay's journal into the database, whatever happens (layer 2).
+"""A recorder: a relay's journal into the database, whatever happens.
 
 What belongs here: :class:`Recorder`, which follows a relay's journal
 (:class:`~acp_proxy.record.journal.JournalReader`), turns its records into rows with the

@@ -1,4 +1,4 @@
-"""The recorder's database side: rows in, one transaction per batch (layer 2).
+"""The recorder's database side: rows in, one transaction per batch.
 
 What belongs here: every statement the recorder writes with — opening captures, inserting
 frames (many rows per statement, long frames piece by piece), stderr, events, gaps and

@@ -1,4 +1,4 @@
-"""What the recorder knows of each capture while it works (layer 1: pure).
+"""What the recorder knows of each capture while it works (pure).
 
 What belongs here: the state :class:`~acp_proxy.record.core.Core` keeps per capture and per
 stream (how far each stream has got, the line it is in the middle of, the requests still

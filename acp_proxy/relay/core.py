@@ -1,9 +1,9 @@
-"""One relay core for WebSocket pairings (layer 3).
+"""One relay core for WebSocket pairings.
 
 What belongs here: pumping messages between two endpoints with a tap (:func:`relay`). The
 endpoints are in ``transports/websocket.py`` (a WebSocket leg) and ``transports/lines.py``
 (the stdio leg of a bridge); the sessions that set a relay up — the listener and the stdio
-client bridge — are in ``ws_serve.py``.
+client bridge — are in ``relay/listener.py``.
 
 Order and recording: a message is handed to the tap when it has been received, before it is
 sent on, so ``seq`` is the order of arrival at the proxy across both directions. Between two

@@ -1,4 +1,4 @@
-"""The sessions that set a WebSocket relay up (layer 3).
+"""The sessions that set a WebSocket relay up.
 
 What belongs here: the listener (:func:`serve`; each client connection is one capture and
 gets either its own upstream connection — man in the middle — or its own agent process), its

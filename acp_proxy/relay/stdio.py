@@ -1,4 +1,4 @@
-"""Pump two endpoints with a tap (layer 3).
+"""Pump two endpoints with a tap.
 
 What belongs here: wiring endpoints together and running a connection's lifecycle. The
 stdio relay wraps an agent process: our stdin goes to the agent's stdin, the agent's stdout

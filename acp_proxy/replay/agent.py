@@ -3,12 +3,12 @@
 What belongs here: deciding, for each message a live client sends, which recorded agent
 messages answer it and which come next. :class:`AgentStandIn` takes the live client's bytes
 and returns :class:`Emit` values (bytes to send, with the recorded time they stand for) and
-notes :class:`Problem` values; the I/O (stdio, WebSocket, timing) is ``replay.py``'s.
+notes :class:`Problem` values; the I/O (stdio, WebSocket, timing) is in ``replay/serve.py``.
 
 How the recording is played:
 
 - A live client request is matched with a recorded one by method and canonical params
-  (``replay_match.canonical``: ``_meta``, ids, timestamps ignored, sessions and cwds mapped).
+  (``replay.match.canonical``: ``_meta``, ids, timestamps ignored, sessions and cwds mapped).
   Repeated identical requests take the recorded answers in order. The recorded answer is sent
   with the live request's id (docs/protocol.md §1) and the live session ids and paths.
 - Each recorded agent message waits for the client messages it followed in the recording:

@@ -3,7 +3,7 @@
 What belongs here: deciding when to send each recorded client message to a live agent, and
 how to answer the live agent's requests. :class:`ClientStandIn` is fed the agent's frames
 and asked whether the next step may go; the I/O (the agent process, recording the new run,
-time-outs) is ``replay.py``'s.
+time-outs) is in ``replay/run.py`` and ``replay/serve.py``.
 
 How the recorded client side is played:
 

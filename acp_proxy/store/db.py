@@ -1,4 +1,4 @@
-"""Where the recordings database lives and how it is opened (layer 2).
+"""Where the recordings database lives and how it is opened.
 
 What belongs here: the default path, opening a database safely (0600, WAL, busy timeout)
 and the numbered migrations of ``schema.sql``. Reading is :mod:`acp_proxy.store.reader`;

@@ -1,4 +1,4 @@
-"""Read recordings (layer 2): captures, frames, stderr and events.
+"""Read recordings: captures, frames, stderr and events.
 
 What belongs here: the read queries the commands and views use, and :class:`StoredFrame`
 (a frame with the fields derived from it). Safe while recorders write (WAL); never on the

@@ -1,4 +1,4 @@
-"""Text from a recording, made safe to print on a terminal (layer 3: pure).
+"""Text from a recording, made safe to print on a terminal (pure).
 
 What belongs here: the one rule for every string a text command prints. Anything in a
 recording came from a peer and may carry terminal controls: OSC 52 writes the clipboard,

@@ -1,4 +1,4 @@
-"""Readable text for the reconstruction views (layer 4).
+"""Readable text for the reconstruction views.
 
 What belongs here: turning a :class:`~acp_proxy.reconstruct.Reconstruction` into short lines for
 ``acp-proxy tools``, ``terminals``, ``diffs`` and the ``show`` views (turns, tools,

@@ -1,4 +1,4 @@
-"""The stdio leg of a stdio<->WebSocket bridge, and the agent process behind it (layer 2).
+"""The stdio leg of a stdio<->WebSocket bridge, and the agent process behind it.
 
 What belongs here: :class:`LineEndpoint` — newline-delimited lines in and out of pipes, as
 messages for the relay — and :class:`AgentProcess`, one agent per WebSocket connection.

@@ -1,4 +1,4 @@
-"""WebSocket endpoints on ``websockets`` (asyncio API) with nothing of our own (layer 2).
+"""WebSocket endpoints on ``websockets`` (asyncio API) with nothing of our own.
 
 What belongs here: the settings every WebSocket leg is opened with, the server and client
 connection types, :class:`WsEndpoint` (one leg: whole messages in and out with their opcode,
@@ -6,7 +6,8 @@ the close of one leg mirrored on another), :class:`FastLane` (a leg forwarding c
 messages to another from the protocol callback) and how a leg ended (:class:`Ending`). The
 header policy of the upgrade (what is relayed, what is stored) is
 :mod:`acp_proxy.transports.headers`.
-No relaying logic and no recording here: that is ``proxy/ws_relay.py``.
+No recording here, and no relaying beyond the :class:`FastLane` the relay installs
+(``relay/core.py``).
 
 Every ``websockets`` default that would add, refuse or reshape traffic is set explicitly
 (docs/protocol.md §2.3, §12.7; docs/design.md, "Anti-patterns the code avoids"):
