@@ -11,9 +11,10 @@ import sqlite3
 from itertools import chain
 from typing import Any
 
+from acp_proxy.protocol.jsonrpc import Info
 from acp_proxy.record.rows import FrameRow
 
-__all__ = ["FRAME_COLUMNS", "FrameInserter"]
+__all__ = ["FRAME_COLUMNS", "FrameInserter", "info_values"]
 
 FRAME_COLUMNS = (
     "capture_id, seq, direction, t_ns, raw, terminated, opcode, size, kind, method, msg_id, "
@@ -25,16 +26,9 @@ _FULL_COLUMNS = FRAME_COLUMNS.removeprefix("capture_id, ")
 _LEAN_COLUMNS = "seq, direction, t_ns, raw, terminated, size, kind, method, session_id, update_kind"
 
 
-def _frame_values(r: FrameRow) -> tuple[Any, ...]:
-    i = r.info
+def info_values(i: Info) -> tuple[Any, ...]:
+    """The derived fields of a frame or a batch entry, in the order their tables have them."""
     return (
-        r.seq,
-        r.direction,
-        r.t_ns,
-        r.raw,
-        1 if r.terminated else 0,
-        r.opcode,
-        len(r.raw),
         i.kind,
         i.method,
         i.id,
@@ -43,6 +37,19 @@ def _frame_values(r: FrameRow) -> tuple[Any, ...]:
         i.tool_call_id,
         i.terminal_id,
         i.error_code,
+    )
+
+
+def _frame_values(r: FrameRow) -> tuple[Any, ...]:
+    return (
+        r.seq,
+        r.direction,
+        r.t_ns,
+        r.raw,
+        1 if r.terminated else 0,
+        r.opcode,
+        len(r.raw),
+        *info_values(r.info),
         ",".join(r.anomalies) if r.anomalies else None,
         r.request_seq,
         r.latency_ns,

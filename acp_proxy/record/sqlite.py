@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_proxy import __version__
-from acp_proxy.record.inserts import FrameInserter
+from acp_proxy.record.inserts import FrameInserter, info_values
 from acp_proxy.record.rows import (
     CaptureFields,
     EventRow,
@@ -28,7 +28,7 @@ from acp_proxy.record.rows import (
     Row,
     StderrRow,
 )
-from acp_proxy.record.state import Pending, Resume, json_text
+from acp_proxy.record.state import RELAY_COLUMNS, Pending, Resume, json_text
 from acp_proxy.record.wire import Stream
 from acp_proxy.store.db import connect, migrate, now_iso
 
@@ -50,30 +50,19 @@ _OPEN_COLUMNS = (
     "journal",
     "journal_number",
 )
-_SETTABLE = frozenset(
-    {
-        "pid",
-        "exit_code",
-        "exit_signal",
-        "ended_at",
-        "ended_ns",
-        "label",
-        "end_reason",
-        "upstream_url",
-        "listen_url",
-        "protocol_version",
-        "client_info",
-        "agent_info",
-        "client_capabilities",
-        "agent_capabilities",
-        "message_count",
-        "rseq",
-        "c2a_position",
-        "a2c_position",
-        "stderr_position",
-        "finished_at",
-    }
-)
+_SETTABLE = RELAY_COLUMNS | {
+    "protocol_version",
+    "client_info",
+    "agent_info",
+    "client_capabilities",
+    "agent_capabilities",
+    "message_count",
+    "rseq",
+    "c2a_position",
+    "a2c_position",
+    "stderr_position",
+    "finished_at",
+}
 
 
 class Database:
@@ -267,14 +256,7 @@ class Database:
                 self._id(r.uid),
                 r.seq,
                 r.idx,
-                i.kind,
-                i.method,
-                i.id,
-                i.session_id,
-                i.update_kind,
-                i.tool_call_id,
-                i.terminal_id,
-                i.error_code,
+                *info_values(i),
                 r.request_seq,
                 r.latency_ns,
             ],

@@ -17,8 +17,17 @@ import orjson
 
 from acp_proxy.protocol.pairing import Pairing
 
-__all__ = ["CaptureState", "Lookup", "Pending", "Resume", "StreamState", "capture_columns",
-           "json_text", "load_object"]  # fmt: skip
+__all__ = [
+    "RELAY_COLUMNS",
+    "CaptureState",
+    "Lookup",
+    "Pending",
+    "Resume",
+    "StreamState",
+    "capture_columns",
+    "json_text",
+    "load_object",
+]
 
 
 def json_text(value: Any) -> str:
@@ -139,7 +148,8 @@ def load_object(payload: bytes) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
-_COLUMNS = frozenset(
+# the capture columns a relay may set in its UPDATE and CLOSE records
+RELAY_COLUMNS = frozenset(
     {
         "pid",
         "exit_code",
@@ -158,7 +168,7 @@ def capture_columns(body: dict[str, Any]) -> dict[str, Any]:
     """The capture columns a relay may set, with values SQLite can hold."""
     out: dict[str, Any] = {}
     for k, v in body.items():
-        if k not in _COLUMNS:
+        if k not in RELAY_COLUMNS:
             continue
         if v is None or isinstance(v, str) or (v.__class__ is int and -(2**63) <= v < 2**63):
             out[k] = v
