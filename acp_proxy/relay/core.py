@@ -66,8 +66,14 @@ def _fast_lanes(client: WsEndpoint, agent: WsEndpoint, tap: Tap) -> None:
     def record_a2c(opcode: Opcode, data: bytes, t: int) -> None:
         tap.message(a2c, data, opcode, t)
 
-    install_lane(client.conn, agent.conn, record_c2a)
-    install_lane(agent.conn, client.conn, record_a2c)
+    def batch_c2a(batch: list[tuple[Opcode, bytes, int]]) -> None:
+        tap.messages(c2a, batch)
+
+    def batch_a2c(batch: list[tuple[Opcode, bytes, int]]) -> None:
+        tap.messages(a2c, batch)
+
+    install_lane(client.conn, agent.conn, record_c2a, batch_c2a)
+    install_lane(agent.conn, client.conn, record_a2c, batch_a2c)
 
 
 async def _pump(
