@@ -46,19 +46,22 @@ class _Recorder:
         self.stream = stream
         self.framer = SseFramer(max_size)
         self.events = 0
+        self.messages: list[int] = []  # the index of each message among the a2c ones
 
     def sse(self, event: SseEvent) -> None:
         tap = self.tap
         self.events += 1
+        index = tap.positions[Stream.A2C]
         if event.oversize:
+            self.messages.append(index)
             tap.message(_A2C, event.raw, None)
         elif event.data:
-            index = tap.positions[Stream.A2C]
+            self.messages.append(index)
             tap.message(_A2C, event.data, Opcode.TEXT)
             if not canonical(event):
                 tap.event("sse", **self.stream, message=index, **raw_field(event.raw))
-        else:
-            tap.event("sse", **self.stream, **raw_field(event.raw))
+        else:  # no message: it comes before the a2c message numbered ``before``
+            tap.event("sse", **self.stream, before=index, **raw_field(event.raw))
 
     def end(self, how: str, size: int, **detail: Any) -> None:
         tail = self.framer.end()
@@ -66,7 +69,14 @@ class _Recorder:
             detail["incomplete"] = raw_field(tail.raw)
         by = "proxy" if how in ("shutdown", "client_gone") else "peer"
         self.tap.event(
-            "stream_end", **self.stream, how=how, by=by, events=self.events, bytes=size, **detail
+            "stream_end",
+            **self.stream,
+            how=how,
+            by=by,
+            events=self.events,
+            bytes=size,
+            messages=self.messages,
+            **detail,
         )
 
 

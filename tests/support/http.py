@@ -217,3 +217,110 @@ async def running_http_proxy(
         yield proxy
     finally:
         await proxy.close()
+
+
+# -- raw peers: exact bytes on the wire ---------------------------------------------------
+
+
+@dataclass
+class RawUpstream:
+    """A raw HTTP/1.1 server: ``reply(method, target, headers, body)`` gives the bytes
+    to write back (a list of pieces, written one by one, a short pause between them);
+    ``None`` in the list: close the connection there."""
+
+    url: str = ""
+    requests: list[tuple[bytes, bytes, list[tuple[bytes, bytes]], bytes]] = field(
+        default_factory=list
+    )
+    eof: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@contextlib.asynccontextmanager
+async def raw_upstream(reply: Any) -> AsyncIterator[RawUpstream]:
+    import h11
+
+    up = RawUpstream()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = h11.Connection(h11.SERVER)
+        request = None
+        body = bytearray()
+        try:
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    data = await reader.read(65536)
+                    conn.receive_data(data)
+                    if not data and request is None:
+                        return
+                    continue
+                if isinstance(event, h11.Request):
+                    request = event
+                elif isinstance(event, h11.Data):
+                    body += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    assert request is not None
+                    headers = list(request.headers.raw_items())
+                    up.requests.append((request.method, request.target, headers, bytes(body)))
+                    for piece in reply(request.method, request.target, headers, bytes(body)):
+                        if piece is None:
+                            writer.close()
+                            return
+                        writer.write(piece)
+                        await writer.drain()
+                        await asyncio.sleep(0.02)
+                    # then wait for the other side to go away
+                    while await reader.read(65536):
+                        pass
+                    up.eof.set()
+                    return
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    up.url = f"http://127.0.0.1:{port}/acp"
+    try:
+        yield up
+    finally:
+        server.close()
+
+
+def chunked(*pieces: bytes) -> list[bytes]:
+    return [b"%x\r\n%s\r\n" % (len(p), p) for p in pieces]
+
+
+def rebuild_stream(
+    messages: list[tuple[int, str | None, bytes]], events: list[tuple[str, dict[str, Any]]]
+) -> bytes:
+    """An event stream rebuilt from a capture: ``messages`` are the capture's a2c rows
+    (index among them, opcode, raw), ``events`` its events; the stream is the one whose
+    ``stream_end`` is the first."""
+    end = next(d for k, d in events if k == "stream_end")
+    scope = (end["stream"], end.get("session"))
+    sse = [d for k, d in events if k == "sse" and (d["stream"], d.get("session")) == scope]
+    raw_of = {d["message"]: d for d in sse if "message" in d}
+    pending = [d for d in sse if "before" in d]
+    by_index = {i: (op, raw) for i, op, raw in messages}
+    out = bytearray()
+
+    def text(d: dict[str, Any]) -> bytes:
+        import base64
+
+        return d["raw"].encode() if "raw" in d else base64.b64decode(d["raw_b64"])
+
+    for index in end["messages"]:
+        while pending and pending[0]["before"] <= index:
+            out += text(pending.pop(0))
+        op, raw = by_index[index]
+        if op is None:
+            out += raw
+        elif index in raw_of:
+            out += text(raw_of[index])
+        else:
+            out += b"data: " + raw + b"\n\n"
+    for d in pending:
+        out += text(d)
+    if "incomplete" in end:
+        out += text(end["incomplete"])
+    return bytes(out)
