@@ -15,8 +15,12 @@ pieces (``oversize``) as they come, so memory stays bounded, like an over-long s
 from __future__ import annotations
 
 import dataclasses
+import re
 
 __all__ = ["SseEvent", "SseFramer", "canonical"]
+
+# a line end followed by a line end: an empty line (a \r before a \n is one line end)
+_BLANK = re.compile(rb"(?:\r\n|\n|\r(?!\n))(?:\r\n|\n|\r)")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -97,10 +101,9 @@ class SseFramer:
             self._keep_tail(buf)
 
     def _keep_tail(self, buf: bytearray) -> None:
-        # only whether the last line was empty matters to find the end of the event
-        tail = bytes(buf[-2:])
+        # only the last line ends matter, to find the empty line that ends the event
+        self._tail = bytes(buf[-3:])
         buf.clear()
-        self._tail = tail
         self._scan = 0
         self._data = None
 
@@ -108,19 +111,22 @@ class SseFramer:
         """Find the empty line that ends the event; hand on everything before it."""
         joined = self._tail + chunk
         offset = len(self._tail)
-        for sep in (b"\n\n", b"\r\n\r\n", b"\r\r"):
-            i = joined.find(sep)
-            if i >= 0:
-                end = i + len(sep) - offset
-                if end > 0:
-                    out.append(SseEvent(chunk[:end], None, oversize=True))
-                self._oversize = False
-                self._buf = bytearray()
-                rest = chunk[max(end, 0) :]
-                if rest:
-                    out.extend(self.feed(rest))
-                return
-        out.append(SseEvent(chunk, None, oversize=True))
+        for m in _BLANK.finditer(joined):
+            if m.end() <= offset:
+                continue
+            if m.end() == len(joined) and joined.endswith(b"\r"):
+                break  # a \r at the end: is a \n next?
+            end = m.end() - offset
+            out.append(SseEvent(chunk[:end], None, oversize=True))
+            self._oversize = False
+            self._tail = b""
+            self._buf = bytearray()
+            rest = chunk[end:]
+            if rest:
+                out.extend(self.feed(rest))
+            return
+        if chunk:
+            out.append(SseEvent(chunk, None, oversize=True))
         self._tail = joined[-3:]
 
     def _field(self, line: bytes) -> None:
