@@ -23,17 +23,24 @@ SSE_HEAD = (
 
 
 async def exchange(
-    url: str, method: bytes, headers: list[tuple[bytes, bytes]], body: bytes = b"",
-    *, read_head_only: bool = False,
-) -> tuple[int, list[tuple[bytes, bytes]], bytes, bool]:  # fmt: skip
+    url: str,
+    method: bytes,
+    headers: list[tuple[bytes, bytes]],
+    body: bytes = b"",
+    *,
+    read_head_only: bool = False,
+) -> tuple[int, list[tuple[bytes, bytes]], bytes, bool]:
     """One request on a raw socket; the status, headers, body bytes and whether the body
     was complete."""
     u = urllib.parse.urlsplit(url)
     reader, writer = await asyncio.open_connection(u.hostname, u.port)
     conn = h11.Connection(h11.CLIENT)
     framing = [(b"Content-Length", b"%d" % len(body))] if body or method == b"POST" else []
-    req = h11.Request(method=method, target=u.path.encode(),
-                      headers=[(b"Host", u.netloc.encode()), *headers, *framing])  # fmt: skip
+    req = h11.Request(
+        method=method,
+        target=u.path.encode(),
+        headers=[(b"Host", u.netloc.encode()), *headers, *framing],
+    )
     writer.write(conn.send(req) + conn.send(h11.Data(data=body)) + conn.send(h11.EndOfMessage()))
     status, got, data, complete = 0, [], bytearray(), False
     try:
@@ -58,8 +65,11 @@ async def exchange(
 
 
 def a2c_rows(db: Any, capture: int) -> list[tuple[int, str | None, bytes]]:
-    got = rows(db, "SELECT opcode, raw FROM messages WHERE capture_id = ? AND direction = "
-               "'a2c' ORDER BY seq", capture)  # fmt: skip
+    got = rows(
+        db,
+        "SELECT opcode, raw FROM messages WHERE capture_id = ? AND direction = 'a2c' ORDER BY seq",
+        capture,
+    )
     return [(i, op, bytes(raw)) for i, (op, raw) in enumerate(got)]
 
 
@@ -75,8 +85,11 @@ HOSTILE = [
 @pytest.mark.parametrize("body", HOSTILE, ids=["binary", "bigint", "batch", "crlf", "huge"])
 async def test_hostile_post_bodies_relayed_and_recorded_exactly(db: Any, body: bytes) -> None:
     def reply(method: bytes, target: bytes, headers: Any, got: bytes) -> list[bytes | None]:
-        return [b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nAcp-Connection-Id: c1\r\n"
-                b"Content-Length: %d\r\n\r\n" % len(got), got]  # fmt: skip
+        return [
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nAcp-Connection-Id: c1\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(got),
+            got,
+        ]
 
     async with raw_upstream(reply) as up, running_http_proxy(db, up.url) as proxy:
         status, headers, echoed, complete = await exchange(
@@ -108,14 +121,17 @@ async def test_event_stream_relayed_and_rebuilt_byte_for_byte(db: Any) -> None:
 
     async with raw_upstream(reply) as up, running_http_proxy(db, up.url) as proxy:
         status, headers, got, complete = await exchange(
-            proxy.url + "/acp", b"GET",
+            proxy.url + "/acp",
+            b"GET",
             [(b"Accept", b"text/event-stream"), (b"Acp-Connection-Id", b"c9")],
-        )  # fmt: skip
+        )
     assert (status, complete) == (200, True)
     assert got == b"".join(stream)
     assert [(n, v) for n, v in headers if n.lower() != b"transfer-encoding"] == [
-        (b"Content-Type", b"text/event-stream"), (b"Cache-Control", b"no-cache"),
-        (b"X-Trace", b"a")]  # fmt: skip
+        (b"Content-Type", b"text/event-stream"),
+        (b"Cache-Control", b"no-cache"),
+        (b"X-Trace", b"a"),
+    ]
     assert up.requests[0][0] == b"GET"
     messages = a2c_rows(db, 1)
     assert [raw for _, _, raw in messages] == [
@@ -182,9 +198,10 @@ async def test_client_leaving_mid_stream_closes_the_upstream_stream(db: Any) -> 
 
 
 async def test_body_over_max_size_is_413_and_not_relayed(db: Any) -> None:
-    async with raw_upstream(lambda *_: []) as up, running_http_proxy(
-        db, up.url, settings=WsSettings(max_size=1000)
-    ) as proxy:  # fmt: skip
+    async with (
+        raw_upstream(lambda *_: []) as up,
+        running_http_proxy(db, up.url, settings=WsSettings(max_size=1000)) as proxy,
+    ):
         status, _h, body, _c = await exchange(
             proxy.url + "/acp", b"POST", [(b"Content-Type", b"application/json")], b"x" * 5000
         )
