@@ -5,6 +5,8 @@ client leaving mid-stream, a body over the limit, refused requests)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 import urllib.parse
 from typing import Any
 
@@ -230,3 +232,56 @@ async def test_token_and_origin(db: Any) -> None:
     assert refused == [401, 403]
     stored = rows(db, "SELECT detail FROM events")
     assert not any("s3cret" in d for (d,) in stored)
+
+
+async def test_delete_ends_the_capture_and_ids_route_requests(db: Any) -> None:
+    def reply(method: bytes, target: bytes, headers: Any, got: bytes) -> list[bytes | None]:
+        if b"initialize" in got:
+            body = b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}'
+            return [
+                b"HTTP/1.1 200 OK\r\nAcp-Connection-Id: c1\r\nContent-Length: %d\r\n\r\n"
+                % len(body),
+                body,
+            ]
+        return [b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"]
+
+    init = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}'
+    async with raw_upstream(reply) as up, running_http_proxy(db, up.url) as proxy:
+        url = proxy.url + "/acp"
+        assert (await exchange(url, b"POST", [], init))[0] == 200
+        note = b'{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}'
+        assert (await exchange(url, b"POST", [(b"Acp-Connection-Id", b"c1")], note))[0] == 202
+        assert (await exchange(url, b"DELETE", [(b"Acp-Connection-Id", b"c1")]))[0] == 202
+        for _ in range(600):  # the capture ends while the listener still runs
+            with contextlib.suppress(sqlite3.OperationalError):  # (not created by us: 0600)
+                if db.exists() and rows(db, "SELECT COUNT(ended_at) FROM captures") == [(1,)]:
+                    break
+            await asyncio.sleep(0.05)
+        assert rows(db, "SELECT COUNT(*), COUNT(ended_at) FROM captures") == [(1, 1)]
+    got = rows(db, "SELECT direction, kind, method FROM messages ORDER BY seq")
+    assert got == [
+        ("c2a", "request", "initialize"),
+        ("a2c", "response", "initialize"),
+        ("c2a", "notification", "session/cancel"),
+    ]
+    assert ("connection", {"connection_id": "c1"}) in events(db, 1)
+
+
+async def test_stopping_the_listener_mid_stream_is_recorded(db: Any) -> None:
+    def reply(*_: Any) -> list[bytes | None]:
+        return [SSE_HEAD, *chunked(b'data: {"a":1}\n\n')]
+
+    async with raw_upstream(reply) as up:
+        async with running_http_proxy(db, up.url) as proxy:
+            u = urllib.parse.urlsplit(proxy.url)
+            reader, writer = await asyncio.open_connection(u.hostname, u.port)
+            writer.write(b"GET /acp HTTP/1.1\r\nHost: x\r\nAcp-Connection-Id: c1\r\n\r\n")
+            got = b""
+            while b'{"a":1}' not in got:
+                got += await reader.read(65536)
+        rest = await asyncio.wait_for(reader.read(), 30)  # the stream is cut, not finished
+        assert b"0\r\n\r\n" not in rest
+        writer.close()
+    (end,) = [d for k, d in events(db, 1) if k == "stream_end"]
+    assert (end["how"], end["by"], end["messages"]) == ("shutdown", "proxy", [0])
+    assert rows(db, "SELECT COUNT(ended_at) FROM captures") == [(1,)]
