@@ -36,7 +36,6 @@ _MIB = 1024 * 1024
 )
 @click.option(
     "--upstream",
-    required=True,
     metavar="URL",
     help="The agent's endpoint, http:// or https:// (e.g. http://host:8000/acp).",
 )
@@ -93,7 +92,7 @@ _MIB = 1024 * 1024
 def http(
     db: Path | None,
     listen: str,
-    upstream: str,
+    upstream: str | None,
     token: str | None,
     allow_origins: tuple[str, ...],
     max_size: int,
@@ -115,6 +114,8 @@ def http(
     capture. WebSocket upgrades on the same port go to the agent's WebSocket endpoint, as
     with acp-proxy ws.
     """
+    if upstream is None:
+        raise UsageError("give --upstream URL, the agent's endpoint (e.g. http://host:8000/acp)")
     if not upstream.lower().startswith(("http://", "https://")):
         raise UsageError(f"--upstream wants an http:// or https:// URL, not {upstream!r}")
     host, port = _parse_listen(listen)
