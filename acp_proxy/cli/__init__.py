@@ -30,6 +30,7 @@ COMMANDS = {
     "export": "acp_proxy.cli.export:export",
     "import-spill": "acp_proxy.cli.spill:import_spill",
     "ws": "acp_proxy.cli.ws:ws",
+    "http": "acp_proxy.cli.http:http",
     "replay": "acp_proxy.cli.replay:replay",
     "demo": "acp_proxy.cli.demo:demo",
 }
