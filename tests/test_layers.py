@@ -25,9 +25,13 @@ LAYERS = {
     "record.core": 1,
     "record.rows": 1,
     "record.wire": 1,
+    "otel.model": 1,
+    "otel.mapping": 1,
+    "otel.otlpjson": 1,
     "store": 2,
     "transports": 2,
     "record": 2,
+    "otel": 2,
     "text": 3,
     "export": 3,
     "relay": 3,
@@ -48,6 +52,9 @@ PURE = (
     "record.core",
     "record.rows",
     "record.wire",
+    "otel.model",
+    "otel.mapping",
+    "otel.otlpjson",
 )
 IO_MODULES = {
     "asyncio",

@@ -32,6 +32,7 @@ COMMANDS = {
     "ws": "acp_proxy.cli.ws:ws",
     "replay": "acp_proxy.cli.replay:replay",
     "demo": "acp_proxy.cli.demo:demo",
+    "otel": "acp_proxy.cli.otel:otel",
 }
 
 
