@@ -163,7 +163,12 @@ def push(
 ) -> None:
     """Send captures (default: the latest; ids, uid prefixes or jsonl exports) to an
     OTLP/HTTP endpoint as traces. Span and trace ids are derived from the capture, so
-    pushing a capture again sends the same spans."""
+    pushing a capture again sends the same spans.
+
+    \b
+    Example:
+        acp-proxy otel push 3 recordings/demo-v1.jsonl --endpoint http://localhost:4318
+    """
     from acp_proxy.otel.sdk import Sender, require, traces_endpoint
 
     require()
