@@ -100,11 +100,12 @@ class LiveTelemetry:
         if not final and done == cap.ended_turns:
             return
         cap.ended_turns = done
-        ready = [
-            s
-            for s in spans(cap.info, cap.fold, content=self.content)
-            if s.group not in cap.emitted and (final or s.group != "end")
-        ]
+        if final:
+            made = spans(cap.info, cap.fold, content=self.content)
+        else:  # only the turns that ended since: the cost stays per turn, not per session
+            new = {f"turn:{t.seq}" for t in cap.fold.turns if not t.open} - cap.emitted
+            made = spans(cap.info, cap.fold, content=self.content, groups=new)
+        ready = [s for s in made if s.group not in cap.emitted]
         cap.emitted.update(s.group for s in ready)
         if ready:
             self.sender.submit(ready, cap.resource, uid)

@@ -12,6 +12,7 @@ the connection, a span per prompt turn, tool call, permission wait, terminal and
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -264,21 +265,32 @@ class _Trace:
     root_parent: bytes | None
     trace_state: str | None
     turns: list[Turn] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)  # each turn's seq, ascending
+    tool_turn: dict[str, Turn] = field(default_factory=dict)
 
 
 class _Builder:
-    def __init__(self, info: CaptureInfo, r: TraceFold, content: bool) -> None:
+    def __init__(
+        self, info: CaptureInfo, r: TraceFold, content: bool, only: set[str] | None
+    ) -> None:
         self.info = info
         self.r = r
         self.content = content
+        self.only = only
         self.out: list[SpanData] = []
         self.end_rel = info.ended_ns if info.ended_ns is not None else r.last_t_ns
         name, version = _info(r.agent_info)
         self.agent_name = attr(name) if isinstance(name, str) else None
         self.agent_version = version
         self.traces: dict[str, _Trace] = {}
-        self.turn_span: dict[int, tuple[SpanData, _Trace]] = {}
-        self.tool_span: dict[tuple[str, str], SpanData] = {}
+        # span id, group and group end of every turn; span id, group, parent, group end of
+        # every tool call: known before any span is made, so only the spans asked for are
+        self.turn_info: dict[int, tuple[bytes, str, int]] = {}
+        self.tool_info: dict[tuple[str, str], tuple[bytes, str, bytes, int]] = {}
+        self.calls_by_seq = {c.seq: c for c in r.calls}
+
+    def want(self, group: str) -> bool:
+        return self.only is None or group in self.only
 
     def unix(self, t_ns: int) -> int:
         return self.info.started_unix_ns + t_ns
@@ -324,8 +336,30 @@ class _Builder:
         self.first_sid = sids[0] if sids else ""
         for sid in sids:
             self.trace(sid)
+        uid = self.info.uid
         for turn in r.turns:
-            self.turn(turn)
+            t = self.trace(self.sid(turn.session_id))
+            t.turns.append(turn)
+            t.starts.append(turn.seq)
+            for tcid in turn.tool_call_ids:
+                t.tool_turn.setdefault(tcid, turn)
+            ended = turn.ended_t_ns is not None
+            self.turn_info[turn.seq] = (
+                span_id(uid, t.session_id, f"turn:{turn.seq}"),
+                f"turn:{turn.seq}" if ended else "end",
+                turn.ended_t_ns if turn.ended_t_ns is not None else self.end_rel,
+            )
+        for tc in r.tool_calls.values():
+            sid = self.sid(tc.session_id)
+            t, parent, group, group_end = self.owner(sid, tc.first_seq)
+            home = t.tool_turn.get(tc.tool_call_id)
+            if home is not None:
+                parent, group, group_end = self.turn_info[home.seq]
+            own = span_id(uid, t.session_id, f"tool:{tc.tool_call_id}")
+            self.tool_info[(sid, tc.tool_call_id)] = (own, group, parent, group_end)
+        for turn in r.turns:
+            if self.want(self.turn_info[turn.seq][1]):
+                self.turn(turn)
         for tc in r.tool_calls.values():
             self.tool(tc)
         for perm in r.permissions:
@@ -337,8 +371,9 @@ class _Builder:
                 self.call(call)
         if not self.traces:
             self.trace("")
-        for t in self.traces.values():
-            self.root(t)
+        if self.want("end"):
+            for t in self.traces.values():
+                self.root(t)
         return self.out
 
     def sid(self, sid: str | None) -> str:
@@ -378,14 +413,12 @@ class _Builder:
 
     def turn(self, turn: Turn) -> None:
         t = self.trace(self.sid(turn.session_id))
-        t.turns.append(turn)
         ended = turn.ended_t_ns is not None
         end = turn.ended_t_ns if turn.ended_t_ns is not None else self.end_rel
         label = f"invoke_agent {self.agent_name}" if self.agent_name else "invoke_agent"
         s = self.span(t, f"turn:{turn.seq}", label, t.root_id, turn.t_ns, end)
         s.kind = "client"
-        s.group = f"turn:{turn.seq}" if ended else "end"
-        self.turn_span[turn.seq] = (s, t)
+        s.group = self.turn_info[turn.seq][1]
         a = s.attributes
         a["gen_ai.operation.name"] = "invoke_agent"
         _put(a, "gen_ai.agent.name", self.agent_name)
@@ -410,7 +443,7 @@ class _Builder:
         if turn.cancel_t_ns is not None:
             s.events.append(Event("acp.cancel_requested", self.unix(turn.cancel_t_ns)))
         if turn.acked_seq is not None:
-            call = next((c for c in self.r.calls if c.seq == turn.seq), None)
+            call = self.calls_by_seq.get(turn.seq)
             if call is not None and call.end_t_ns is not None:
                 s.events.append(Event("acp.prompt_acknowledged", self.unix(call.end_t_ns)))
         self.usage(a, turn)
@@ -463,29 +496,25 @@ class _Builder:
     def owner(self, sid: str, seq: int) -> tuple[_Trace, bytes, str, int]:
         """The trace, parent span, group and group end of something seen at ``seq``."""
         t = self.trace(sid)
-        for turn in t.turns:
-            if turn.seq <= seq and (turn.ended_seq is None or seq <= turn.ended_seq):
-                s, _ = self.turn_span[turn.seq]
-                end = turn.ended_t_ns if turn.ended_t_ns is not None else self.end_rel
-                return t, s.span_id, s.group, end
+        i = bisect.bisect_right(t.starts, seq) - 1
+        if i >= 0:
+            turn = t.turns[i]
+            if turn.ended_seq is None or seq <= turn.ended_seq:
+                return (t, *self.turn_info[turn.seq])
         return t, t.root_id, "end", self.end_rel
 
     def tool(self, tc: ToolCall) -> None:
         sid = self.sid(tc.session_id)
-        t, parent, group, group_end = self.owner(sid, tc.first_seq)
-        for turn in t.turns:
-            if tc.tool_call_id in turn.tool_call_ids:
-                s_turn, _ = self.turn_span[turn.seq]
-                parent, group = s_turn.span_id, s_turn.group
-                group_end = turn.ended_t_ns if turn.ended_t_ns is not None else self.end_rel
-                break
+        _, group, parent, group_end = self.tool_info[(sid, tc.tool_call_id)]
+        if not self.want(group):
+            return
+        t = self.trace(sid)
         ended = tc.ended_t_ns
         end = ended if ended is not None else group_end
         label = tc.title or tc.name or tc.tool_call_id
         s = self.span(t, f"tool:{tc.tool_call_id}", f"execute_tool {label}", parent,
                       tc.first_t_ns, end)  # fmt: skip
         s.group = group
-        self.tool_span[(sid, tc.tool_call_id)] = s
         a = s.attributes
         a["gen_ai.operation.name"] = "execute_tool"
         _put(a, "gen_ai.tool.call.id", tc.tool_call_id)
@@ -516,9 +545,11 @@ class _Builder:
     def permission(self, p: Permission) -> None:
         sid = self.sid(p.session_id)
         t, parent, group, group_end = self.owner(sid, p.seq)
-        tool = self.tool_span.get((sid, p.tool_call_id)) if p.tool_call_id else None
+        if not self.want(group):
+            return
+        tool = self.tool_info.get((sid, p.tool_call_id)) if p.tool_call_id else None
         if tool is not None:
-            parent = tool.span_id
+            parent = tool[0]
         end = p.answered_t_ns if p.answered_t_ns is not None else group_end
         s = self.span(t, f"permission:{p.seq}", "session/request_permission", parent, p.t_ns, end)
         s.group = group
@@ -547,10 +578,12 @@ class _Builder:
         sid = self.sid(term.session_id)
         t, parent, group, group_end = self.owner(sid, term.first_seq)
         for tcid in term.tool_call_ids:
-            tool = self.tool_span.get((sid, tcid))
+            tool = self.tool_info.get((sid, tcid))
             if tool is not None:
-                parent, group = tool.span_id, tool.group
+                parent, group, group_end = tool[0], tool[1], tool[3]
                 break
+        if not self.want(group):
+            return
         end = group_end
         for e in term.events:
             if e.kind in ("exit", "release", "kill"):
@@ -586,6 +619,8 @@ class _Builder:
     def call(self, c: Call) -> None:
         sid = self.sid(c.session_id)
         t, parent, group, group_end = self.owner(sid, c.seq)
+        if not self.want(group):
+            return
         end = c.end_t_ns if c.end_t_ns is not None else group_end
         s = self.span(t, f"call:{c.seq}:{c.id}", c.method or "request", parent, c.t_ns, end)
         s.group = group
@@ -603,10 +638,17 @@ class _Builder:
             _error(s, c.error, self.unix(end))
 
 
-def spans(info: CaptureInfo, fold: TraceFold, *, content: bool = False) -> list[SpanData]:
-    """Every span of the capture folded so far. Without ``content`` no prompt, answer,
-    tool input or output, or terminal output is included."""
-    return _Builder(info, fold, content).build()
+def spans(
+    info: CaptureInfo,
+    fold: TraceFold,
+    *,
+    content: bool = False,
+    groups: set[str] | None = None,
+) -> list[SpanData]:
+    """Every span of the capture folded so far (with ``groups``: only the spans of those
+    groups, see :attr:`SpanData.group`). Without ``content`` no prompt, answer, tool input
+    or output, or terminal output is included."""
+    return _Builder(info, fold, content, groups).build()
 
 
 def resource(

@@ -283,3 +283,38 @@ def test_attr_is_total(value: Any) -> None:
     if v is not None:
         _bounded(v, MAX_VALUE)
         v.encode("utf-8") if isinstance(v, str) else None
+
+
+def test_groups_select_exactly_their_spans() -> None:
+    r = fold(DEMO)
+    info = CaptureInfo("cap", START)
+    every = spans(info, r)
+    groups = {s.group for s in every}
+    assert "end" in groups and len(groups) == 3  # two ended turns, and the rest
+    for g in groups:
+        part = spans(info, r, groups={g})
+        assert part and {s.group for s in part} == {g}
+        assert sorted(s.span_id for s in part) == sorted(s.span_id for s in every if s.group == g)
+
+
+def test_live_as_it_goes_equals_afterwards() -> None:
+    """Spans of each turn taken when it ends, the rest at the end: the same as mapping the
+    whole capture at once."""
+    info = CaptureInfo("cap", START)
+    r = TraceFold()
+    sent: dict[bytes, SpanData] = {}
+    emitted: set[str] = set()
+    with open(DEMO, "rb") as f:
+        for frame in read_jsonl(f):
+            r.feed(frame)
+            new = {f"turn:{t.seq}" for t in r.turns if not t.open} - emitted
+            if new:
+                for s in spans(info, r, groups=new):
+                    sent[s.span_id] = s
+                emitted |= new
+    for s in spans(info, r):
+        if s.group not in emitted:
+            sent[s.span_id] = s
+    assert sorted(sent.values(), key=lambda s: s.span_id) == sorted(
+        spans(info, r), key=lambda s: s.span_id
+    )
