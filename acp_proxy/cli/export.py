@@ -64,6 +64,8 @@ def export(
     if otel_content and fmt != "otlp":
         raise UsageError("--otel-content goes with --format otlp")
     if fmt == "otlp":
+        if terminal is not None:
+            raise UsageError("--terminal goes with --format asciicast")
         _otlp(db, capture, otel_content, output)
         return
     if fmt == "html":
