@@ -27,9 +27,13 @@ LAYERS = {
     "record.state": 1,
     "record.rows": 1,
     "record.wire": 1,
+    "otel.model": 1,
+    "otel.mapping": 1,
+    "otel.otlpjson": 1,
     "store": 2,
     "transports": 2,
     "record": 2,
+    "otel": 2,
     "text": 3,
     "export": 3,
     "relay": 3,
@@ -54,6 +58,9 @@ PURE = (
     "record.state",
     "record.rows",
     "record.wire",
+    "otel.model",
+    "otel.mapping",
+    "otel.otlpjson",
 )
 IO_MODULES = {
     "asyncio",

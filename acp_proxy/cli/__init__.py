@@ -33,6 +33,7 @@ COMMANDS = {
     "http": "acp_proxy.cli.http:http",
     "replay": "acp_proxy.cli.replay:replay",
     "demo": "acp_proxy.cli.demo:demo",
+    "otel": "acp_proxy.cli.otel:otel",
 }
 
 

@@ -183,8 +183,9 @@ class Terminal:
         """v1 ``terminal/create`` params, once the client answered with the id (§4.1)."""
         cmd = params.get("command")
         self.command = cmd if isinstance(cmd, str) else None
-        self.args = list(params.get("args") or [])
-        self.env = list(params.get("env") or [])
+        args, env = params.get("args"), params.get("env")
+        self.args = list(args) if isinstance(args, list) else []  # a peer may send anything
+        self.env = list(env) if isinstance(env, list) else []
         cwd = params.get("cwd")
         self.cwd = cwd if isinstance(cwd, str) else None
         self.output_byte_limit = params.get("outputByteLimit")

@@ -51,7 +51,18 @@ def main(argv: list[str] | None = None) -> int:
         os.nice(10)
     db = Path(args[0])
     out = _Warnings(db)
-    return Recorder(db, args[1], 0, warn=out.warn, on_input_end=out.detach_later).run()
+    telemetry = None
+    if os.environ.get("ACP_PROXY_OTEL"):  # live spans (acp_proxy.otel.live), off the relay
+        from acp_proxy.otel.live import from_env
+
+        telemetry = from_env(os.environ, out.warn)
+    observer = telemetry.rows if telemetry is not None else None
+    recorder = Recorder(db, args[1], 0, warn=out.warn, on_input_end=out.detach_later,
+                        observer=observer)  # fmt: skip
+    code = recorder.run()
+    if telemetry is not None:
+        telemetry.close(db)
+    return code
 
 
 class _Warnings:

@@ -247,8 +247,10 @@ class RecorderLink:
         *,
         warn: Warn = stderr_warn,
         in_process: bool = False,
+        recorder_env: dict[str, str] | None = None,
     ) -> None:
         self.db_path = Path(db_path)
+        self._recorder_env = recorder_env  # added to the recorder process's environment
         self.lock = threading.Lock()
         self.identity = liveness.identity()
         self.journal_id = uuid.uuid4().hex[:16]
@@ -313,6 +315,7 @@ class RecorderLink:
                     stderr=None,
                     close_fds=True,
                     start_new_session=True,  # a Ctrl-C or a kill of our group spares it
+                    env={**os.environ, **self._recorder_env} if self._recorder_env else None,
                 )  # fmt: skip
             except OSError as e:
                 self._warn(f"warning: cannot start the recorder process ({e}); recording here")
