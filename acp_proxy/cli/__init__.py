@@ -32,6 +32,8 @@ COMMANDS = {
     "ws": "acp_proxy.cli.ws:ws",
     "replay": "acp_proxy.cli.replay:replay",
     "demo": "acp_proxy.cli.demo:demo",
+    "ui": "acp_proxy.cli.ui:ui",
+    "search": "acp_proxy.cli.ui:search",
 }
 
 
