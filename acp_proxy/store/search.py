@@ -79,16 +79,18 @@ def terms(query: str) -> list[str]:
 def fts_query(query: str) -> str:
     """An FTS5 query for ``query``: every word must be there; words written together (for
     example ``session/prompt`` or ``"exit code"``) form a phrase; a trailing ``*`` makes a
-    prefix. Nothing of FTS5's own syntax gets through."""
+    prefix. Each piece is handed to FTS5 as a quoted string, so its tokenizer, the one
+    that indexed the frames, splits it into words, and nothing of FTS5's own syntax gets
+    through."""
     parts = []
-    for chunk in re.findall(r'"[^"]*"|\S+', query):
-        words = terms(chunk)
-        if not words:
+    query = re.sub(r"[\x00-\x1f\x7f]", " ", query)  # controls separate words, as in the index
+    for chunk in re.findall(r'"[^"]*"?|[^\s"]+', query):
+        prefix = chunk.endswith("*") and not chunk.startswith('"')
+        body = chunk.strip('"').rstrip("*") if not chunk.startswith('"') else chunk.strip('"')
+        if not any(ch.isalnum() or ord(ch) > 127 for ch in body):
             continue
-        phrase = '"' + " ".join(words) + '"'
-        if chunk.endswith("*") and not chunk.startswith('"'):
-            phrase += "*"
-        parts.append(phrase)
+        phrase = '"' + body.replace('"', '""') + '"'
+        parts.append(phrase + ("*" if prefix else ""))
     if not parts:
         raise UsageError(f"nothing to search for in {query!r} (give a word)")
     return " ".join(parts)
