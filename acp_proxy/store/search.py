@@ -115,7 +115,7 @@ def pending(conn: sqlite3.Connection) -> int:
 def catch_up(
     conn: sqlite3.Connection,
     *,
-    batch: int = 2000,
+    batch: int = 500,
     limit: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> int:

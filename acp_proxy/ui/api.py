@@ -28,11 +28,13 @@ from acp_proxy.store.search import search, terms
 from acp_proxy.text.timeline import FrameFilter, capture_row, summary
 
 __all__ = [
+    "FOLD_MAX",
     "VIEWS",
     "Folds",
     "capture_json",
     "capture_row_live",
     "captures_json",
+    "check_foldable",
     "frame_detail",
     "frame_row",
     "frames_page",
@@ -42,8 +44,12 @@ __all__ = [
 
 PAGE = 200
 """Frames in one page of a timeline."""
-SCAN = 20000
+SCAN = 5000
 """Frames looked at for one page when filters leave few."""
+FOLD_MAX = 100_000
+"""The most frames the server folds for a reconstruction view, the state at a frame, or an
+export that needs the fold: past it the memory a fold takes (hundreds of MB for a million
+frames) would break the server's budget, and the commands do it instead."""
 _RAW_SHOWN = 256 * 1024
 """Bytes of one frame shipped to the page (the exports have them all)."""
 
@@ -86,15 +92,10 @@ def captures_json(store: Store) -> list[dict[str, Any]]:
 
 
 def capture_json(store: Store, ref: str) -> dict[str, Any]:
+    """A capture's header: what the list shows, and its last seq (an index look-up: a
+    capture page opens in the same time whatever its size)."""
     c = store.capture(ref)
     row = capture_row_live(c)
-    row["sessions"] = list(
-        store.db.query(
-            "SELECT session_id, first_seq, last_seq, messages, prompts FROM sessions "
-            "WHERE capture_id = ? ORDER BY first_seq",
-            [c["id"]],
-        )
-    )
     last = store.conn.execute(
         "SELECT MAX(seq) FROM messages WHERE capture_id = ?", [c["id"]]
     ).fetchone()[0]
@@ -224,6 +225,23 @@ def frame_detail(store: Store, capture_id: int, seq: int) -> dict[str, Any]:
     return row
 
 
+def check_foldable(
+    store: Store, capture_id: int, at: int | None = None, limit: int | None = None
+) -> None:
+    """Refuse, with what to run instead, a fold of more than ``limit`` frames
+    (:data:`FOLD_MAX`)."""
+    limit = FOLD_MAX if limit is None else limit
+    row = store.conn.execute(
+        "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE capture_id = ?", [capture_id]
+    ).fetchone()
+    frames = row[0] + 1 if at is None else min(row[0], at) + 1
+    if frames > limit:
+        raise UsageError(
+            f"too large to fold here ({frames} frames; the server folds at most {limit}): "
+            f"use acp-proxy show {capture_id} --view NAME [--at SEQ] or acp-proxy export"
+        )
+
+
 class Folds:
     """Reconstructions of captures, kept for the last few looked at and brought up to date
     by feeding only the frames recorded since (a live capture is folded once)."""
@@ -238,6 +256,7 @@ class Folds:
         to_json = VIEWS.get(name)
         if to_json is None:
             raise UsageError(f"no view {name!r} (choose from {', '.join(VIEWS)})")
+        check_foldable(store, capture_id, at)
         if at is not None:
             frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
             return to_json(reconstruct(frames, at=at))
@@ -262,6 +281,7 @@ class Folds:
 
 def state_json(store: Store, capture_id: int, at: int) -> dict[str, Any]:
     """The reconstructed state after frame ``at``: what the user had seen by then."""
+    check_foldable(store, capture_id, at)
     frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
     r = reconstruct(frames, at=at)
     tools = rviews.tools_json(r)

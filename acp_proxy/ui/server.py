@@ -118,7 +118,7 @@ class UiConfig:
 
 class Indexer(threading.Thread):
     """Keeps the search index current: every half second, the frames recorded since, in
-    transactions of at most a few thousand frames."""
+    write transactions of at most 500 frames (tens of milliseconds)."""
 
     def __init__(self, db: Path, stop: threading.Event) -> None:
         super().__init__(name="acp-proxy-ui-indexer", daemon=True)
@@ -137,7 +137,7 @@ class Indexer(threading.Thread):
         try:
             while not self.stop.is_set():
                 try:
-                    catch_up(conn, batch=2000, limit=20000)
+                    catch_up(conn, batch=500, limit=20000)
                     self.error = None
                 except sqlite3.Error as e:
                     self.error = f"search index not updated: {e}"
@@ -415,6 +415,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _export(self, store: Store, c: dict[str, Any], fmt: str, q: dict[str, str]) -> None:
         cid = int(c["id"])
         name = f"capture-{cid}"
+        if fmt in ("html", "patch", "asciicast"):
+            api.check_foldable(store, cid)
         if fmt == "html":
             from acp_proxy.export.html import render_html
 

@@ -164,7 +164,7 @@ async function showSearch(q) {
     el("span", { class: h.direction }, h.direction === "c2a" ? "→ client to agent" : "← agent to client"), " ",
     el("code", {}, h.method || h.kind),
     el("div", { class: "mono" }, "…", h.before, el("mark", {}, h.match), h.after, "…")));
-  app.replaceChildren(el("h1", {}, `Search: ${q}`), note,
+  app.replaceChildren(el("h1", {}, `Search: ${q}`), ...[note].filter(Boolean),
     el("p", { class: "muted" }, `${res.hits.length} frame${res.hits.length === 1 ? "" : "s"}, newest first.`), ...hits);
 }
 
@@ -373,7 +373,8 @@ function history(items, cid) {
 function contentItems(items, cid) {
   return (items || []).map((c) => {
     if (!c || typeof c !== "object") return el("pre", {}, pretty(c));
-    if (c.type === "diff") return [el("div", { class: "muted" }, `diff ${c.path || ""}`), el("pre", {}, pretty({ oldText: c.oldText, newText: c.newText }))];
+    if (c.type === "diff") return el("div", {}, "diff of ", el("a", { href: hash("c", cid, "files", c.path) }, String(c.path)),
+      " (", el("a", { href: hash("c", cid, "diffs") }, "as a patch"), ")");
     if (c.type === "terminal") return el("div", {}, "terminal ", el("a", { href: hash("c", cid, "terminals", c.terminalId) }, String(c.terminalId)));
     const inner = c.content && typeof c.content === "object" ? c.content : c;
     if (inner.type === "text") return el("pre", {}, String(inner.text));
