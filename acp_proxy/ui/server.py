@@ -312,6 +312,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404 if str(e).startswith("no ") else 400, str(e))
         except StoreError as e:
             self._error(503, str(e))
+        except sqlite3.Error as e:  # busy past the timeout, a damaged file: said, not a trace
+            self._error(503, f"cannot read the recordings database: {e}")
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
 
