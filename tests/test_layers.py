@@ -207,3 +207,15 @@ def test_the_rules_can_fail() -> None:
     graph = _graph()
     assert "!asyncio" in graph["relay.core"]
     assert "protocol.frames" in graph["reconstruct.fold"]
+
+
+def test_the_layer_of_a_module_is_stated_here_only() -> None:
+    # a module's docstring that says "(layer 2)" drifts from this table; the table rules
+    import re
+
+    stated = [
+        str(p.relative_to(PKG))
+        for p in PKG.rglob("*.py")
+        if re.search(r"\(layer \d", p.read_text(encoding="utf-8"))
+    ]
+    assert stated == []

@@ -1,5 +1,5 @@
 """The ``http`` command: a man in the middle for an agent's Streamable HTTP endpoint
-(layer 4: thin, no logic of its own). The listener is :mod:`acp_proxy.relay.http`.
+(thin, no logic of its own). The listener is :mod:`acp_proxy.relay.http`.
 """
 
 from __future__ import annotations

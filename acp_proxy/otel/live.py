@@ -1,4 +1,4 @@
-"""Live spans from the recorder process (layer 2).
+"""Live spans from the recorder process.
 
 What belongs here: :class:`LiveTelemetry`, which the recorder process
 (:mod:`acp_proxy.record.child`) feeds with the rows it has just committed. It folds each

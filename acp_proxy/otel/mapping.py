@@ -1,4 +1,4 @@
-"""Recorded frames to span descriptions (layer 1: pure, no I/O).
+"""Recorded frames to span descriptions (pure, no I/O).
 
 What belongs here: :class:`TraceFold`, the reconstruction (:mod:`acp_proxy.reconstruct`:
 turns, tool calls, permissions, terminals, v1 and v2 rules) plus what a trace needs that

@@ -1,4 +1,4 @@
-"""Span descriptions, their ids and bounded attribute values (layer 1: pure, no I/O).
+"""Span descriptions, their ids and bounded attribute values (pure, no I/O).
 
 What belongs here: :class:`SpanData` (what one span is: name, ids, parent, times, kind,
 attributes, events, links, status), the deterministic ids derived from a capture's uid and

@@ -1,4 +1,4 @@
-"""Span descriptions as OTLP/JSON, the Collector's file format (layer 1: pure, no I/O).
+"""Span descriptions as OTLP/JSON, the Collector's file format (pure, no I/O).
 
 What belongs here: :func:`encode`, one ``ExportTraceServiceRequest`` in the OTLP JSON
 encoding (ids as lowercase hex, 64-bit integers as decimal strings, enums as numbers, keys

@@ -1,4 +1,4 @@
-"""The official OpenTelemetry SDK as the way out (layer 2): spans to an OTLP/HTTP endpoint.
+"""The official OpenTelemetry SDK as the way out: spans to an OTLP/HTTP endpoint.
 
 What belongs here: :func:`require` (the one check that the ``acp-proxy[otel]`` extra is
 installed), turning :class:`~acp_proxy.otel.model.SpanData` into the SDK's

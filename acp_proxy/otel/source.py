@@ -1,4 +1,4 @@
-"""A recorded capture as spans and its resource (layer 2): what ``export --format otlp``
+"""A recorded capture as spans and its resource: what ``export --format otlp``
 and ``otel push`` send.
 
 What belongs here: folding a stored capture (a database row and its frames, or a ``jsonl``

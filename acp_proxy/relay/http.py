@@ -1,4 +1,4 @@
-"""The Streamable HTTP man in the middle (layer 3).
+"""The Streamable HTTP man in the middle.
 
 What belongs here: :func:`serve`, a listener for ACP's HTTP endpoint that relays every
 request to the upstream's (POSTs of JSON-RPC messages, event-stream GETs, DELETE) and

@@ -1,4 +1,4 @@
-"""The ACP connections behind a Streamable HTTP listener, one capture each (layer 3).
+"""The ACP connections behind a Streamable HTTP listener, one capture each.
 
 What belongs here: :class:`AcpConnections`, which finds the capture of each HTTP request,
 and :class:`AcpConnection`, one ACP connection's capture. Over Streamable HTTP an ACP

@@ -1,4 +1,4 @@
-"""An upstream's answer body relayed to the client, and recorded (layer 3).
+"""An upstream's answer body relayed to the client, and recorded.
 
 What belongs here: :func:`relay_body`. Each piece of the body is recorded, then written to
 the client at once, as it came (an event stream is not held back for whole events). What

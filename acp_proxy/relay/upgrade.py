@@ -1,4 +1,4 @@
-"""WebSocket upgrades received by another listener, handed to the WebSocket relay (layer 3).
+"""WebSocket upgrades received by another listener, handed to the WebSocket relay.
 
 What belongs here: :class:`Upgrades`. The HTTP listener (:mod:`acp_proxy.relay.http`) reads
 a connection's first request itself; when it is a WebSocket upgrade, the connection's

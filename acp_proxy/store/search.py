@@ -1,4 +1,4 @@
-"""Full-text search over the frames of every capture (layer 2).
+"""Full-text search over the frames of every capture.
 
 What belongs here: what text of a frame is indexed (:func:`index_text`), bringing the index
 up to date (:func:`catch_up`), and answering a query (:func:`search`). The index is the

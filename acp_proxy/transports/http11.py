@@ -1,4 +1,4 @@
-"""HTTP/1.1 legs on ``h11``, with nothing of our own (layer 2).
+"""HTTP/1.1 legs on ``h11``, with nothing of our own.
 
 What belongs here: :class:`ClientLeg`, the asyncio protocol of a connection a client made
 to us, and :class:`UpstreamLeg`, our connection to the upstream. ``h11`` parses and frames

@@ -1,4 +1,4 @@
-"""The header policy of a relayed HTTP/1.1 exchange (layer 2: no I/O).
+"""The header policy of a relayed HTTP/1.1 exchange (no I/O).
 
 What belongs here: which request and response headers go on to the other leg. End-to-end
 headers are relayed in order, duplicates kept, names spelled as received. Hop-by-hop

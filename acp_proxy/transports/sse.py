@@ -1,4 +1,4 @@
-"""Server-sent events cut out of a byte stream, for recording only (layer 2: no I/O).
+"""Server-sent events cut out of a byte stream, for recording only (no I/O).
 
 What belongs here: :class:`SseFramer`, which is fed the body of a ``text/event-stream``
 response chunk by chunk, as it is forwarded (the forwarding never waits for it), and gives

@@ -1,4 +1,4 @@
-"""What the web inspector's JSON routes answer (layer 4).
+"""What the web inspector's JSON routes answer.
 
 What belongs here: turning a read-only :class:`~acp_proxy.store.reader.Store` into the
 values the page shows — the capture list, a page of a capture's timeline, one frame in

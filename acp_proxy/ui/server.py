@@ -1,4 +1,4 @@
-"""The web inspector's HTTP server: routes, admission, live feed, search indexer (layer 4).
+"""The web inspector's HTTP server: routes, admission, live feed, search indexer.
 
 What belongs here: a threaded standard-library HTTP server over a recordings database. Every
 request is checked before anything is read: its ``Host`` must name this server (a page on
