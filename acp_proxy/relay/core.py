@@ -8,7 +8,7 @@ client bridge — are in ``relay/listener.py``.
 Order and recording: a message is handed to the tap when it has been received, before it is
 sent on, so ``seq`` is the order of arrival at the proxy across both directions. Between two
 WebSocket legs, single-frame messages are forwarded in the protocol callback (FastLane, in
-``transports/websocket.py``); the pumps carry the rest and see each side's end.
+``relay/lane.py``); the pumps carry the rest and see each side's end.
 
 How each end is mirrored on the other leg is :meth:`WsEndpoint.end`; see docs/websocket.md.
 """
@@ -20,7 +20,8 @@ from typing import Any, Protocol
 
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.link import Tap
-from acp_proxy.transports.websocket import Ended, Ending, Message, WsEndpoint, install_lane
+from acp_proxy.relay.lane import install_lane
+from acp_proxy.transports.websocket import Ended, Ending, Message, WsEndpoint
 
 __all__ = ["Endpoint", "relay"]
 

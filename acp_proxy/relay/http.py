@@ -33,7 +33,7 @@ from acp_proxy.record.link import RecorderLink, stderr_warn
 from acp_proxy.relay.capacity import Capacity
 from acp_proxy.relay.http_acp import AcpConnection, AcpConnections, stored_headers
 from acp_proxy.relay.http_body import relay_body
-from acp_proxy.relay.listener import ServeConfig, _upstream_target, check_listen_address
+from acp_proxy.relay.listener import ServeConfig, check_listen_address, upstream_target
 from acp_proxy.relay.upgrade import Upgrades
 from acp_proxy.text.safe import visible
 from acp_proxy.transports.headers import redact_url, without_params
@@ -60,7 +60,7 @@ def _is_upgrade(request: h11.Request) -> bool:
     return request.method == b"GET" and ups == [b"websocket"]
 
 
-class _Front:
+class Front:
     def __init__(self, config: ServeConfig, writer: RecorderLink) -> None:
         assert config.upstream is not None
         self.config = config
@@ -103,7 +103,7 @@ class _Front:
 class _Connection:
     """One client TCP connection: its requests, one after another, and its upstream leg."""
 
-    def __init__(self, front: _Front, leg: ClientLeg) -> None:
+    def __init__(self, front: Front, leg: ClientLeg) -> None:
         self.front = front
         self.leg = leg
         self.up: UpstreamLeg | None = None
@@ -216,7 +216,7 @@ class _Exchange:
         t_body = time.monotonic_ns()
         if body:
             acp.tap.message(Direction.CLIENT_TO_AGENT, body, Opcode.TEXT, t_body)
-        target = urllib.parse.urlsplit(_upstream_target(cfg.upstream or "", self.relayed_target))
+        target = urllib.parse.urlsplit(upstream_target(cfg.upstream or "", self.relayed_target))
         path = (target.path or "/") + (f"?{target.query}" if target.query else "")
         headers = [(b"Host", front.up_netloc)]
         headers += relay_headers(self.headers, request=True, consumed=cfg.admission.consumes)
@@ -385,7 +385,7 @@ async def serve(
     recorded as ended by us), close WebSocket connections with 1001, end every capture."""
     check_listen_address(config.host, config.admission.token)
     assert config.upstream is not None
-    front = _Front(config, writer)
+    front = Front(config, writer)
     loop = asyncio.get_running_loop()
     server = await loop.create_server(
         lambda: ClientLeg(front.first_request), config.host, config.port

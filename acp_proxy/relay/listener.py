@@ -54,11 +54,13 @@ from acp_proxy.transports.websocket import (
 
 __all__ = [
     "Admission",
+    "Front",
     "ServeConfig",
     "bridge_stdio_client",
     "check_listen_address",
     "check_token",
     "serve",
+    "upstream_target",
 ]
 
 _OK_CLOSE = (1000, 1001, 1005)
@@ -167,7 +169,7 @@ class ServeConfig:
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
 
 
-def _upstream_target(upstream: str, client_target: str) -> str:
+def upstream_target(upstream: str, client_target: str) -> str:
     """The URL to dial: the upstream's scheme and host, the client's path and query (the
     upstream URL's own path and query are used when the client asked for ``/``)."""
     base = urllib.parse.urlsplit(upstream)
@@ -179,7 +181,7 @@ def _upstream_target(upstream: str, client_target: str) -> str:
     return urllib.parse.urlunsplit((base.scheme, base.netloc, path, query, ""))
 
 
-class _Front:
+class Front:
     """The listener's state: config, writer, and the sessions it runs."""
 
     def __init__(self, config: ServeConfig, writer: RecorderLink) -> None:
@@ -229,14 +231,14 @@ class _Front:
 class _Session:
     """One client connection: one capture, one upstream connection or agent process."""
 
-    def __init__(self, front: _Front, conn: RelayServerConnection, request: Request) -> None:
+    def __init__(self, front: Front, conn: RelayServerConnection, request: Request) -> None:
         self.front = front
         self.conn = conn
         self.request = request
         cfg = front.config
         self.keep = cfg.keep_secrets
         self.target = without_params(request.path, cfg.admission.consumes_param)
-        self.upstream_url = _upstream_target(cfg.upstream, self.target) if cfg.upstream else None
+        self.upstream_url = upstream_target(cfg.upstream, self.target) if cfg.upstream else None
         peer = conn.remote_address
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.subprotocol: str | None = None
@@ -444,7 +446,7 @@ async def serve(
     """Listen until ``stop`` is set; then close client connections with 1001 (going away),
     which each session mirrors on its upstream or agent, and wait for them."""
     check_listen_address(config.host, config.admission.token)
-    front = _Front(config, writer)
+    front = Front(config, writer)
     s = config.settings
     async with ws_serve(
         front.handler,

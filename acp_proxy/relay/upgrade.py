@@ -24,7 +24,7 @@ from websockets.typing import Subprotocol
 
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay.capacity import Capacity
-from acp_proxy.relay.listener import ServeConfig, _Front
+from acp_proxy.relay.listener import Front, ServeConfig
 from acp_proxy.transports.websocket import RelayServerConnection
 
 __all__ = ["Upgrades"]
@@ -47,7 +47,7 @@ class Upgrades:
         listening: asyncio.Server,
         listen_url: str,
     ) -> None:
-        self.front = _Front(config, writer)
+        self.front = Front(config, writer)
         self.front.capacity = capacity  # one listener, one limit for both transports
         self.front.listen_url = listen_url
         self.server = Server(_no_server, self._handle, _LOG)

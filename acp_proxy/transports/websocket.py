@@ -6,8 +6,8 @@ the close of one leg mirrored on another), :class:`FastLane` (a leg forwarding c
 messages to another from the protocol callback) and how a leg ended (:class:`Ending`). The
 header policy of the upgrade (what is relayed, what is stored) is
 :mod:`acp_proxy.transports.headers`.
-No recording here, and no relaying beyond the :class:`FastLane` the relay installs
-(``relay/core.py``).
+No recording and no relaying here: a relay installs its fast lane (``relay/lane.py``)
+through the ``lane`` hook of the connections.
 
 Every ``websockets`` default that would add, refuse or reshape traffic is set explicitly
 (docs/protocol.md §2.3, §12.7; docs/design.md, "Anti-patterns the code avoids"):
@@ -34,7 +34,7 @@ import collections
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.asyncio.connection import Connection
@@ -52,13 +52,12 @@ __all__ = [
     "NO_STATUS",
     "Ended",
     "Ending",
-    "FastLane",
+    "Lane",
     "Message",
     "RelayClientConnection",
     "RelayServerConnection",
     "WsEndpoint",
     "WsSettings",
-    "install_lane",
     "open_client",
 ]
 
@@ -163,124 +162,17 @@ def _track(opcodes: collections.deque[Opcode], event: object) -> None:
             opcodes.append(Opcode.BINARY)
 
 
-OnMessage = Callable[[Opcode, bytes, int], None]
-OnBatch = Callable[[list[tuple[Opcode, bytes, int]]], None]
+class Lane(Protocol):
+    """What a relay installs on a connection to see its frames first (``relay/lane.py``):
+    ``take`` a frame (True: handled, not queued), and ``begin``/``flush`` around what one
+    network read brought."""
 
+    delivered: int
+    undelivered: int
 
-class FastLane:
-    """Forwards each complete single-frame message from ``src`` to ``dst`` inside the
-    protocol callback that parsed it: no task switch, no copy beyond the frame's.
-
-    Order is kept with the slow path (``recv``: fragmented messages, and whatever was
-    queued before the lane existed): a frame takes the lane only when no message of
-    ``src`` is waiting in the assembler or held by the relay. ``on_message`` (the tap)
-    sees each message before it is written on. Backpressure: when ``dst``'s write buffer
-    is over its limit, reading from ``src`` is paused until it drains.
-
-    The messages one network read brings are a batch (:meth:`begin`, :meth:`flush`):
-    recorded together by ``on_batch`` (one journal write), then written on together (one
-    socket write), so a flood of small messages costs two system calls per read, not three
-    per message. Recorded before forwarded holds for the batch as for one message.
-    """
-
-    __slots__ = (
-        "batch",
-        "delivered",
-        "dst",
-        "on_batch",
-        "on_message",
-        "paused_src",
-        "src",
-        "undelivered",
-    )
-
-    def __init__(
-        self, src: Any, dst: Any, on_message: OnMessage, on_batch: OnBatch | None = None
-    ) -> None:
-        self.src, self.dst, self.on_message, self.on_batch = src, dst, on_message, on_batch
-        self.delivered = self.undelivered = 0
-        self.paused_src = False
-        self.batch: list[tuple[Opcode, bytes, int]] | None = None
-
-    def begin(self) -> None:
-        if self.on_batch is not None:
-            self.batch = []
-
-    def flush(self) -> None:
-        batch, self.batch = self.batch, None
-        if not batch:
-            return
-        assert self.on_batch is not None
-        self.on_batch(batch)
-        dst = self.dst
-        protocol = dst.protocol
-        if protocol.state is not State.OPEN:
-            self.undelivered += len(batch)
-            return
-        for opcode, data, _ in batch:
-            if opcode is Opcode.TEXT:
-                protocol.send_text(data)
-            else:
-                protocol.send_binary(data)
-        try:
-            out = protocol.data_to_send()
-            if all(out):
-                dst.transport.write(b"".join(out))
-            else:  # an end of stream among them: websockets' own way
-                for data in out:
-                    if data:
-                        dst.transport.write(data)
-                    elif dst.transport.can_write_eof():
-                        dst.transport.write_eof()
-        except Exception:  # the transport failed: the relay sees the close
-            self.undelivered += len(batch)
-            return
-        self.delivered += len(batch)
-        if dst.paused and not self.paused_src:
-            self.paused_src = True
-            self.src.transport.pause_reading()
-
-    def take(self, frame: Frame) -> bool:
-        src = self.src
-        if not frame.fin or src.opcodes or src.holding:
-            return False
-        if frame.opcode is _WsOpcode.TEXT:
-            opcode = Opcode.TEXT
-        elif frame.opcode is _WsOpcode.BINARY:
-            opcode = Opcode.BINARY
-        else:
-            return False
-        data = frame.data if type(frame.data) is bytes else bytes(frame.data)
-        if self.batch is not None:
-            self.batch.append((opcode, data, time.monotonic_ns()))
-            return True
-        self.on_message(opcode, data, time.monotonic_ns())
-        dst = self.dst
-        if dst.protocol.state is not State.OPEN:
-            self.undelivered += 1
-            return True
-        if opcode is Opcode.TEXT:
-            dst.protocol.send_text(data)
-        else:
-            dst.protocol.send_binary(data)
-        try:
-            dst.send_data()
-        except Exception:  # the transport failed: the relay sees the close
-            self.undelivered += 1
-            return True
-        self.delivered += 1
-        if dst.paused and not self.paused_src:
-            self.paused_src = True
-            src.transport.pause_reading()
-        return True
-
-    def resumed(self) -> None:
-        """``dst`` drained its write buffer: read ``src`` again (unless its assembler is
-        full, which resumes reading itself)."""
-        if self.paused_src:
-            self.paused_src = False
-            if not self.src.recv_messages.paused and self.src.protocol.state is not State.CLOSED:
-                self.src.transport.resume_reading()
+    def take(self, frame: Frame) -> bool: ...
+    def begin(self) -> None: ...
+    def flush(self) -> None: ...
 
 
 class _Relaying(Connection):
@@ -291,7 +183,7 @@ class _Relaying(Connection):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.opcodes: collections.deque[Opcode] = collections.deque()
-        self.lane: FastLane | None = None
+        self.lane: Lane | None = None
         self.holding = False  # the relay holds a message of ours not yet written on
         self.drain_hooks: list[Callable[[], None]] = []
 
@@ -335,18 +227,6 @@ class RelayServerConnection(_Relaying, ServerConnection):
 
 class RelayClientConnection(_Relaying, ClientConnection):
     """The upstream's leg."""
-
-
-def install_lane(
-    src: RelayServerConnection | RelayClientConnection,
-    dst: RelayServerConnection | RelayClientConnection,
-    on_message: OnMessage,
-    on_batch: OnBatch | None = None,
-) -> FastLane:
-    lane = FastLane(src, dst, on_message, on_batch)
-    dst.drain_hooks.append(lane.resumed)
-    src.lane = lane
-    return lane
 
 
 class _connect(connect):
