@@ -12,7 +12,7 @@ from support.http import http_session, sdk_http_server
 from support.proc import PROXY
 from support.ws import rows
 
-from acp_proxy.transports.http_headers import framing, relay_headers
+from acp_proxy.transports.http.headers import framing, relay_headers
 
 
 @pytest.mark.parametrize(

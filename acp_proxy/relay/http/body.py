@@ -25,8 +25,8 @@ import h11
 
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.wire import Stream
-from acp_proxy.relay.http_acp import BODY_KEPT, AcpConnection, body_field, raw_field
-from acp_proxy.transports.http11 import ClientGone, ClientLeg, UpstreamLeg
+from acp_proxy.relay.http.connections import BODY_KEPT, AcpConnection, body_field, raw_field
+from acp_proxy.transports.http.legs import ClientGone, ClientLeg, UpstreamLeg
 from acp_proxy.transports.sse import SseEvent, SseFramer, canonical
 
 __all__ = ["BodyEnding", "relay_body"]

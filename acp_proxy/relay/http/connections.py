@@ -26,7 +26,7 @@ from typing import Any
 
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.transports.headers import redact_headers, redact_url
-from acp_proxy.transports.http_headers import decoded
+from acp_proxy.transports.http.headers import decoded
 
 __all__ = ["BODY_KEPT", "AcpConnection", "AcpConnections", "body_field", "stored_headers"]
 

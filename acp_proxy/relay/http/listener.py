@@ -3,7 +3,7 @@
 What belongs here: :func:`serve`, a listener for ACP's HTTP endpoint that relays every
 request to the upstream's (POSTs of JSON-RPC messages, event-stream GETs, DELETE) and
 hands WebSocket upgrades on the same port to the WebSocket relay
-(:mod:`acp_proxy.relay.upgrade`), so one listener serves both transports as the agent
+(:mod:`acp_proxy.relay.http.upgrade`), so one listener serves both transports as the agent
 does; and :class:`_Exchange`, one request relayed and recorded.
 
 Each client TCP connection gets its own upstream TCP connection, used one request at a
@@ -11,7 +11,7 @@ time as the client uses its own (HTTP/1.1). Admission is ``ws``'s: the token and
 rules of :class:`acp_proxy.relay.listener.Admission` apply to every request, and the
 listener's :class:`acp_proxy.relay.capacity.Capacity` counts TCP connections of both
 transports. Which capture a request belongs to is
-:mod:`acp_proxy.relay.http_acp`; what crosses and what is recorded is docs/http.md.
+:mod:`acp_proxy.relay.http.connections`; what crosses and what is recorded is docs/http.md.
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ from websockets.http11 import Request as WsRequest
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.link import RecorderLink, stderr_warn
 from acp_proxy.relay.capacity import Capacity
-from acp_proxy.relay.http_acp import AcpConnection, AcpConnections, stored_headers
-from acp_proxy.relay.http_body import relay_body
+from acp_proxy.relay.http.body import relay_body
+from acp_proxy.relay.http.connections import AcpConnection, AcpConnections, stored_headers
+from acp_proxy.relay.http.upgrade import Upgrades
 from acp_proxy.relay.listener import ServeConfig, check_listen_address, upstream_target
-from acp_proxy.relay.upgrade import Upgrades
 from acp_proxy.text.safe import visible
 from acp_proxy.transports.headers import redact_url, without_params
-from acp_proxy.transports.http11 import ClientGone, ClientLeg, UpstreamLeg
-from acp_proxy.transports.http_headers import decoded, framing, get_all, relay_headers
+from acp_proxy.transports.http.headers import decoded, framing, get_all, relay_headers
+from acp_proxy.transports.http.legs import ClientGone, ClientLeg, UpstreamLeg
 
 __all__ = ["serve", "ws_url_of"]
 
