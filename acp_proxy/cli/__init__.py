@@ -32,6 +32,8 @@ COMMANDS = {
     "ws": "acp_proxy.cli.ws:ws",
     "replay": "acp_proxy.cli.replay:replay",
     "demo": "acp_proxy.cli.demo:demo",
+    "rm": "acp_proxy.cli.manage:rm",
+    "prune": "acp_proxy.cli.manage:prune",
 }
 
 
@@ -42,6 +44,12 @@ class Registry(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(self.table)
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # Ctrl-C: exit 130, as a shell expects, and no "Aborted!"
+            raise click.exceptions.Exit(130) from None
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = self.table.get(cmd_name)

@@ -9,13 +9,15 @@ formats, it never decides what happened.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import orjson
 
 from acp_proxy.reconstruct import Reconstruction
+from acp_proxy.reconstruct.terminals import Attrs
 from acp_proxy.reconstruct.views import permission_json, turn_json
+from acp_proxy.text.style import Painted, Styled, screen_line, sgr_of
 
 __all__ = [
     "diffs_lines",
@@ -26,6 +28,14 @@ __all__ = [
     "tools_lines",
     "turns_lines",
 ]
+
+
+_STDERR_SHOWN = 5
+
+
+def _sgr_cells(cells: list[Attrs]) -> Iterator[tuple[str, str]]:
+    for ch, fg, bg, bold, italics, underscore, reverse in cells:
+        yield ch, sgr_of(fg, bg, bold, italics, underscore, reverse)
 
 
 def _ms(t_ns: int | None) -> str:
@@ -92,7 +102,7 @@ def tools_lines(r: Reconstruction) -> Iterator[str]:
             yield f"    !{a}"
 
 
-def terminals_lines(r: Reconstruction) -> Iterator[str]:
+def terminals_lines(r: Reconstruction, colour: bool = False) -> Iterator[str | Styled]:
     if not r.terminals:
         yield "no terminals"
         return
@@ -119,6 +129,10 @@ def terminals_lines(r: Reconstruction) -> Iterator[str]:
             extra.append(f"size {t.size.get('cols')}x{t.size.get('rows')}")
         extra.append(f"{len(t.output)} bytes")
         yield "    " + ", ".join(extra)
+        if colour:  # the screen's colours, re-emitted from the emulator's cell attributes
+            for cells in t.screen_cells():
+                yield Painted("    │ " + screen_line(_sgr_cells(cells), True))
+            continue
         for line in t.screen():
             yield f"    │ {line}"
 
@@ -144,14 +158,30 @@ def diffs_lines(r: Reconstruction) -> Iterator[str]:
             yield "    (no patch text)"
 
 
-def turns_lines(r: Reconstruction) -> Iterator[str]:
+def turns_lines(
+    r: Reconstruction,
+    cut_short: str | None = None,
+    stderr: Sequence[tuple[int, bytes]] = (),
+) -> Iterator[str | Styled]:
+    """The turns; with ``cut_short`` (why the capture ended), an unanswered turn says why
+    it was cut short, and the agent's stderr during a turn is shown under it."""
     if not r.turns:
         yield "no turns"
     for turn in r.turns:
         t = turn_json(r, turn)
-        end = t["stopReason"] or ("error" if t["error"] else "still open")
+        style = None
+        if t["stopReason"]:
+            end = t["stopReason"]
+        elif t["error"]:
+            end, style = "error", "error"
+        elif cut_short is not None:
+            end, style = f"cut short: {cut_short} before answering", "error"
+        else:
+            end = "still open"
         dur = f"{t['durationMs']:.1f} ms" if t["durationMs"] is not None else "-"
-        yield f"turn {t['index']}  #{t['seq']}  {t['sessionId']}  {end}  {dur}"
+        yield Styled.of(
+            f"turn {t['index']}  #{t['seq']}  {t['sessionId']}  ", (end, style), f"  {dur}"
+        )
         yield f"    prompt  {_short(t['prompt'])!r}"
         first = t["timeToFirstOutputMs"]
         yield (
@@ -165,6 +195,18 @@ def turns_lines(r: Reconstruction) -> Iterator[str]:
             yield f"    tool calls {', '.join(t['toolCallIds'])}"
         if t["agentText"]:
             yield f"    agent   {_short(t['agentText'], 90)!r}"
+        end_ns = turn.ended_t_ns
+        said = [
+            line
+            for t_ns, data in stderr
+            if t_ns >= turn.t_ns and (end_ns is None or t_ns <= end_ns)
+            for line in data.decode("utf-8", "replace").splitlines()
+            if line.strip()
+        ]
+        for line in said[-_STDERR_SHOWN:]:
+            yield Styled.of("    stderr  ", (line, "stderr"))
+        if len(said) > _STDERR_SHOWN:
+            yield f"    stderr  ({len(said) - _STDERR_SHOWN} earlier lines: acp-proxy show)"
 
 
 def permissions_lines(r: Reconstruction) -> Iterator[str]:
