@@ -58,10 +58,11 @@ def captures(db: Path | None, as_json: bool, limit: int | None, no_pager: bool) 
     width = max(4, *(len(str(r["id"])) for r in rows))
     labels = max(5, *(len(_label(r["label"])) for r in rows))
     with paged(not no_pager):
-        echo(
+        head = (
             f"{'id':>{width}}  {'started (UTC)':<19}  {'dur':>7}  {'proto':>5}  {'msgs':>6}  "
             f"{'status':<9}  {'label':<{labels}}  {'client ⇄ agent':<34}  command"
         )
+        echo(Styled.of((head, "bold")))
         for r in rows:
             dur = "running" if r["duration_s"] is None else f"{r['duration_s']:.2f}s"
             peers = f"{r['client'] or '?'} ⇄ {r['agent'] or '?'}"

@@ -71,7 +71,7 @@ def _content_label(item: Any) -> str:
     return f"<{t}> " + _short(item, 50)  # unknown content, shown generically (§7.2)
 
 
-def tools_lines(r: Reconstruction) -> Iterator[str]:
+def tools_lines(r: Reconstruction) -> Iterator[str | Styled]:
     if not r.tool_calls:
         yield "no tool calls"
         return
@@ -79,7 +79,11 @@ def tools_lines(r: Reconstruction) -> Iterator[str]:
         ended = tc.ended_t_ns
         took = f"{(ended - tc.first_t_ns) / 1e6:.1f} ms" if ended is not None else "not finished"
         title = repr(tc.title) if tc.title is not None else "(no title)"
-        yield f"{tc.tool_call_id}  {tc.kind}  {tc.status}  {title}  {took}  #{tc.first_seq}"
+        yield Styled.of(
+            f"{tc.tool_call_id}  {tc.kind}  ",
+            (str(tc.status), "error" if tc.status == "failed" else None),
+            f"  {title}  {took}  #{tc.first_seq}",
+        )
         history = " → ".join(f"{c.status}@{_ms(c.t_ns)}" for c in tc.status_history)
         if history:
             yield f"    status   {history}"
@@ -99,7 +103,7 @@ def tools_lines(r: Reconstruction) -> Iterator[str]:
         if tc.meta:
             yield f"    _meta    {_short(tc.meta)}"
         for a in tc.anomalies:
-            yield f"    !{a}"
+            yield Styled.of(("    !" + a, "anomaly"))
 
 
 def terminals_lines(r: Reconstruction, colour: bool = False) -> Iterator[str | Styled]:
@@ -116,7 +120,12 @@ def terminals_lines(r: Reconstruction, colour: bool = False) -> Iterator[str | S
         else:
             status = f"exit {es.get('exitCode')}"
         owner = "agent-owned" if t.owner == "agent" else "client-owned"
-        yield f"terminal {t.terminal_id}  ({owner}, session {t.session_id})  {status}"
+        bad = es is not None and (bool(es.get("signal")) or es.get("exitCode") not in (0, None))
+        yield Styled.of(
+            (f"terminal {t.terminal_id}", "bold"),
+            f"  ({owner}, session {t.session_id})  ",
+            (status, "error" if bad else None),
+        )
         yield f"    $ {_short(cmd, 100)}"
         if t.cwd:
             yield f"    cwd {t.cwd}"
