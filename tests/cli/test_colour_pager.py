@@ -98,7 +98,7 @@ def test_long_output_goes_through_a_pager_only_on_a_terminal(demo_db: Path, tmp_
     pager, log = _fake_pager(tmp_path)
     for args in (["show"], ["captures"], ["show", "--view", "turns"], ["tools"]):
         log.unlink(missing_ok=True)
-        code, out = in_pty([*args, "--db", str(demo_db)], _env(ACP_PROXY_PAGER=pager))
+        code, _out = in_pty([*args, "--db", str(demo_db)], _env(ACP_PROXY_PAGER=pager))
         assert code == 0 and log.exists(), args
         paged = log.read_bytes()
         assert paged.startswith(b"FRX\n")  # like git: quit if one screen, colours, no clear
