@@ -51,6 +51,7 @@ class _Output:
 
     colour = False
     stream: IO[str] | None = None  # a pager's stdin, while paging
+    progress: Progress | None = None  # the progress line on stderr, while drawn
 
 
 _OUT = _Output()
@@ -62,6 +63,8 @@ def echo(text: str | Styled = "", *, err: bool = False, nl: bool = True) -> None
     (:func:`~acp_proxy.text.safe.visible`); a :class:`~acp_proxy.text.style.Styled` line is
     coloured by parts when colour is on (:func:`~acp_proxy.text.style.paint`)."""
     if err:
+        if _OUT.progress is not None:
+            _OUT.progress.clear()
         click.echo(paint(text, False), err=True, nl=nl)
         return
     click.echo(paint(text, _OUT.colour), nl=nl, file=_OUT.stream, color=_OUT.colour or None)
@@ -93,6 +96,14 @@ class Progress:
                 part += f"/{self.total} ({min(100, 100 * self.done // self.total)}%)"
             click.echo(f"\r{visible(self.what)}: {part}\x1b[K", err=True, nl=False)
             self._shown = True
+            _OUT.progress = self
+
+    def clear(self) -> None:
+        if self._shown:
+            click.echo("\r\x1b[K", err=True, nl=False)
+            self._shown = False
+        if _OUT.progress is self:
+            _OUT.progress = None
 
     def wrap(self, items: Iterator[T]) -> Iterator[T]:
         for item in items:
@@ -103,8 +114,7 @@ class Progress:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._shown:
-            click.echo("\r\x1b[K", err=True, nl=False)
+        self.clear()
 
 
 def colour_on() -> bool:
