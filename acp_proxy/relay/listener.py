@@ -269,7 +269,8 @@ class _Session:
         self.logged = True
         path = redact_url(self.request.path, keep_secrets=False)
         took = (time.monotonic_ns() - self.opened_ns) / 1e9
-        _warn(f"ws {self.peer} {path} capture {self.uid[:8]}: {outcome} ({took:.1f} s)")
+        what = "not recorded" if self.front.writer.refused else f"capture {self.uid[:8]}"
+        _warn(f"ws {self.peer} {path} {what}: {outcome} ({took:.1f} s)")
 
     def _end(self) -> None:
         self.done = True
@@ -289,7 +290,7 @@ class _Session:
         self.tap.close()
         self._end()
         what = {"refused": "refused", "upstream_failed": "upstream failed"}.get(kind, kind)
-        self._log(f"{what} {status}: {message}")
+        self._log(f"{what}, HTTP {status}: {message}")
         return self.conn.respond(status, f"acp-proxy: {message}\n")
 
     async def open(self) -> Response | None:
@@ -331,7 +332,7 @@ class _Session:
             )
             self.tap.close()
             self._end()
-            self._log(f"upstream refused {r.status_code} ({shown}); relayed to the client")
+            self._log(f"upstream {shown} refused, HTTP {r.status_code}; relayed to the client")
             out = Headers(relay_response_headers(r.headers))
             out["Content-Length"] = str(len(r.body))
             return Response(r.status_code, r.reason_phrase, out, bytes(r.body))
@@ -372,7 +373,7 @@ class _Session:
     def refused_late(self, status: int) -> None:
         if not self.done:
             self.tap.event("handshake_failed", status=status, request=self._request_event())
-            self._log(f"handshake failed {status}")
+            self._log(f"handshake failed, HTTP {status}")
             self._abandon_soon()
 
     def lost(self) -> None:

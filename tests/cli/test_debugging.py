@@ -290,3 +290,28 @@ def test_rm_and_prune_while_a_recorder_writes(db: Path, tmp_path: Path) -> None:
     assert proc.returncode == 0
     assert db_rows(db, "SELECT COUNT(*) FROM messages WHERE capture_id = 3") == [(n,)]
     assert db_rows(db, "SELECT id FROM captures") == [(3,)]
+
+
+def test_tail_follow_json_has_stderr_and_the_announcements(db: Path) -> None:
+    record_script(db, db.parent, [("c2a", {"jsonrpc": "2.0", "method": "before"})])
+    tail = subprocess.Popen(
+        [*PROXY, "tail", "-f", "-n", "0", "--json", "--db", str(db), "--interval", "0.05"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        time.sleep(0.5)
+        record_crash(db)
+        out = _read_until(tail, b'"ended":true').decode()
+        out = _read_until(tail, b"\n", out.encode()).decode()
+    finally:
+        tail.send_signal(signal.SIGINT)
+        tail.communicate(timeout=30)
+    objs = [json.loads(line) for line in out.splitlines() if line.strip()]
+    started = next(o for o in objs if o.get("started"))
+    ended = next(o for o in objs if o.get("ended"))
+    said = "".join(o["text"] for o in objs if o.get("stderr"))
+    assert started["capture_id"] == 2 and "RuntimeError: boom" in said
+    assert ended["crashed"] is True and ended["exit_code"] == 3
+    assert ended["unanswered"] == [{"seq": 4, "method": "session/prompt"}]
+    assert objs.index(started) < objs.index(ended) == len(objs) - 1

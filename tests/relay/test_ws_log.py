@@ -60,4 +60,4 @@ async def test_one_line_per_connection(db: Path, tmp_path: Path) -> None:
     )
     assert "closed, agent exit 0" in good and "client close code 1000" in good
     assert "secret" not in "".join(lines)  # query values are redacted in the log too
-    assert f"capture {uids[1][:8]}: refused 403" in refused
+    assert f"capture {uids[1][:8]}: refused, HTTP 403: origin" in refused
