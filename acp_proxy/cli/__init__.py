@@ -36,6 +36,8 @@ COMMANDS = {
     "otel": "acp_proxy.cli.otel:otel",
     "ui": "acp_proxy.cli.ui:ui",
     "search": "acp_proxy.cli.ui:search",
+    "rm": "acp_proxy.cli.manage:rm",
+    "prune": "acp_proxy.cli.manage:prune",
 }
 
 
@@ -46,6 +48,12 @@ class Registry(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(self.table)
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # Ctrl-C: exit 130, as a shell expects, and no "Aborted!"
+            raise click.exceptions.Exit(130) from None
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = self.table.get(cmd_name)

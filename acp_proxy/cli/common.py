@@ -7,12 +7,13 @@ splitting of a command line at ``--``, and printing JSON. No command is defined 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 import click
 import orjson
@@ -20,10 +21,12 @@ import orjson
 from acp_proxy.errors import ProxyError, UsageError
 from acp_proxy.store.reader import Store, default_db_path
 from acp_proxy.text.safe import json_visible_bytes, visible
+from acp_proxy.text.style import Styled, paint
 
 __all__ = [
     "CONTEXT",
     "DashDashCommand",
+    "Progress",
     "after_dash_dash",
     "db_option",
     "db_path",
@@ -34,17 +37,141 @@ __all__ = [
     "handle_errors",
     "json_option",
     "open_store",
+    "output_options",
+    "paged",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 CONTEXT: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-def echo(text: str = "", *, err: bool = False, nl: bool = True) -> None:
+class _Output:
+    """Where stdout text goes (the terminal, or a pager) and whether it is coloured."""
+
+    colour = False
+    stream: IO[str] | None = None  # a pager's stdin, while paging
+    progress: Progress | None = None  # the progress line on stderr, while drawn
+
+
+_OUT = _Output()
+
+
+def echo(text: str | Styled = "", *, err: bool = False, nl: bool = True) -> None:
     """Print text for a person: the one way a command's text reaches the terminal. Control
     characters from a recording are shown as escapes, never acted on
-    (:func:`~acp_proxy.text.safe.visible`)."""
-    click.echo(visible(text), err=err, nl=nl)
+    (:func:`~acp_proxy.text.safe.visible`); a :class:`~acp_proxy.text.style.Styled` line is
+    coloured by parts when colour is on (:func:`~acp_proxy.text.style.paint`)."""
+    if err:
+        if _OUT.progress is not None:
+            _OUT.progress.clear()
+        click.echo(paint(text, False), err=True, nl=nl)
+        return
+    click.echo(paint(text, _OUT.colour), nl=nl, file=_OUT.stream, color=_OUT.colour or None)
+
+
+class Progress:
+    """Progress of long work on stderr, only when stderr is a terminal: a line redrawn at
+    most a few times a second, starting once the work has taken half a second, cleared at
+    the end."""
+
+    def __init__(self, what: str, total: int | None = None) -> None:
+        import time
+
+        self.what = what
+        self.total = total
+        self.done = 0
+        self._clock = time.monotonic
+        self._start = self._clock()
+        self._next = self._start + 0.5
+        self._shown = False
+        self.on = sys.stderr.isatty()
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self.on and self._clock() >= self._next:
+            self._next = self._clock() + 0.25
+            part = f"{self.done}"
+            if self.total:
+                part += f"/{self.total} ({min(100, 100 * self.done // self.total)}%)"
+            click.echo(f"\r{visible(self.what)}: {part}\x1b[K", err=True, nl=False)
+            self._shown = True
+            _OUT.progress = self
+
+    def clear(self) -> None:
+        if self._shown:
+            click.echo("\r\x1b[K", err=True, nl=False)
+            self._shown = False
+        if _OUT.progress is self:
+            _OUT.progress = None
+
+    def wrap(self, items: Iterator[T]) -> Iterator[T]:
+        for item in items:
+            self.advance()
+            yield item
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.clear()
+
+
+def colour_on() -> bool:
+    return _OUT.colour
+
+
+def _wants_colour(choice: str) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def output_options(fn: F) -> F:
+    """--color and --no-pager, for the commands that print text for a person."""
+
+    def set_colour(ctx: click.Context, param: click.Parameter, value: str) -> str:
+        _OUT.colour = _wants_colour(value)
+        return value
+
+    fn = click.option(
+        "--no-pager", "no_pager", is_flag=True, help="Never page (see $ACP_PROXY_PAGER)."
+    )(fn)
+    return click.option(
+        "--color",
+        "color",
+        type=click.Choice(["auto", "always", "never"]),
+        default="auto",
+        show_default=True,
+        callback=set_colour,
+        expose_value=False,
+        is_eager=True,
+        help="Colour directions, errors, anomalies and denials; auto: when stdout is a "
+        "terminal and $NO_COLOR is unset.",
+    )(fn)
+
+
+@contextlib.contextmanager
+def paged(enabled: bool = True) -> Iterator[None]:
+    """Send what :func:`echo` prints to stdout through a pager, as ``git log`` does: only
+    when stdout is a terminal; ``$ACP_PROXY_PAGER``, else ``$PAGER``, else ``less -FRX``
+    (empty or ``cat``: no pager). Leaving the pager early ends the output quietly."""
+    from acp_proxy.cli.pager import start_pager
+
+    pager = start_pager() if enabled and sys.stdout.isatty() else None
+    if pager is None:
+        yield
+        return
+    _OUT.stream = pager.stdin
+    try:
+        yield
+    except BrokenPipeError:
+        pass
+    finally:
+        _OUT.stream = None
+        pager.finish()
 
 
 def fail(message: str, code: int) -> None:
@@ -64,6 +191,11 @@ def handle_errors(fn: F) -> F:
             fail(str(e), e.exit_code)
         except BrokenPipeError:  # `acp-proxy show | head`
             os._exit(0)
+        except KeyboardInterrupt:  # Ctrl-C: the shell's convention, no traceback
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            os._exit(130)
         return None
 
     return wrapper  # type: ignore[return-value]

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import stat
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, echo, handle_errors, open_store
+from acp_proxy.cli.common import CONTEXT, Progress, db_option, echo, handle_errors, open_store
 from acp_proxy.errors import UsageError
 from acp_proxy.store.private import open_private
 
@@ -35,6 +40,22 @@ __all__ = ["export"]
     help="With --format otlp: include prompts, answers, tool inputs and outputs.",
 )
 @click.option(
+    "--from",
+    "from_seq",
+    type=int,
+    default=0,
+    metavar="SEQ",
+    help="html: lay out the frames from SEQ on (the next page of a big capture).",
+)
+@click.option(
+    "--max-frames",
+    type=int,
+    default=5000,
+    show_default=True,
+    metavar="N",
+    help="html: at most N frames laid out on the page (the page says how to see the rest).",
+)
+@click.option(
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -47,6 +68,8 @@ def export(
     fmt: str,
     terminal: str | None,
     otel_content: bool,
+    from_seq: int,
+    max_frames: int,
     output: Path | None,
 ) -> None:
     """Export a capture (default: the latest) with its exact bytes, a terminal, or a patch.
@@ -61,25 +84,18 @@ def export(
     """
     from acp_proxy.export.jsonl import write_jsonl
 
+    _private_stdout(output)
     if otel_content and fmt != "otlp":
         raise UsageError("--otel-content goes with --format otlp")
+    if fmt != "html" and (from_seq != 0 or max_frames != 5000):
+        raise UsageError("--from and --max-frames go with --format html")
     if fmt == "otlp":
         if terminal is not None:
             raise UsageError("--terminal goes with --format asciicast")
         _otlp(db, capture, otel_content, output)
         return
     if fmt == "html":
-        from acp_proxy.export.html import render_html
-
-        store = open_store(db)
-        c = store.capture(capture)
-        page = render_html(c, store.frames(c["id"]))
-        if output is not None:
-            with open_private(output) as out:
-                out.write(page.encode("utf-8"))
-            echo(f"wrote {output}", err=True)
-        else:
-            sys.stdout.write(page)
+        _html(db, capture, output, from_seq, max_frames)
         return
     if fmt != "jsonl":
         from acp_proxy.cli.views import export_text
@@ -98,13 +114,59 @@ def export(
         raise UsageError("--terminal goes with --format asciicast")
     store = open_store(db)
     c = store.capture(capture)
-    frames = store.frames(c["id"])
+    with Progress(f"exporting capture {c['id']}", c.get("message_count") or 0) as bar:
+        frames = bar.wrap(store.frames(c["id"]))
+        if output is not None:
+            with open_private(output) as out:
+                n = write_jsonl(frames, c["uid"], out)
+            echo(f"wrote {n} frames to {output}", err=True)
+        else:
+            write_jsonl(frames, c["uid"], sys.stdout.buffer)
+
+
+def _private_stdout(output: Path | None) -> None:
+    """An export to stdout redirected to a file (``> x.jsonl``) is made 0600, as ``-o``
+    makes it: recordings hold secrets, whatever the shell's umask."""
     if output is not None:
-        with open_private(output) as out:
-            n = write_jsonl(frames, c["uid"], out)
-        echo(f"wrote {n} frames to {output}", err=True)
-    else:
-        write_jsonl(frames, c["uid"], sys.stdout.buffer)
+        return
+    with contextlib.suppress(OSError):
+        st = os.fstat(sys.stdout.fileno())
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid():
+            os.fchmod(sys.stdout.fileno(), 0o600)
+
+
+def _html(
+    db: Path | None, capture: str | None, output: Path | None, from_seq: int, max_frames: int
+) -> None:
+    from acp_proxy.export.html import write_html
+    from acp_proxy.store.liveness import capture_state
+    from acp_proxy.text.timeline import cut_short
+
+    if from_seq < 0 or max_frames < 1:
+        raise UsageError("--from takes a seq of zero or more, --max-frames at least 1")
+    store = open_store(db)
+    c = store.capture(capture)
+    ended = capture_state(c) != "recording"
+    total = 2 * (c.get("message_count") or 0)
+    with Progress(f"writing the page of capture {c['id']}", total) as bar:
+        kwargs: dict[str, Any] = {
+            "stderr": lambda: store.stderr(c["id"]),
+            "events": store.events(c["id"]),
+            "cut_short": cut_short(c) if ended else None,
+            "from_seq": from_seq,
+            "max_frames": max_frames,
+            "progress": bar.advance,
+        }
+
+        def frames() -> Any:
+            return store.frames(c["id"], ended=ended)
+
+        if output is not None:
+            with open_private(output) as raw, io.TextIOWrapper(raw, encoding="utf-8") as out:
+                n = write_html(out, c, frames, **kwargs)
+            echo(f"wrote {output} ({n} frames laid out)", err=True)
+        else:
+            write_html(sys.stdout, c, frames, **kwargs)
 
 
 def _otlp(db: Path | None, capture: str | None, content: bool, output: Path | None) -> None:

@@ -18,13 +18,17 @@ import orjson
 
 from acp_proxy.cli.common import (
     CONTEXT,
+    Progress,
     check_at,
+    colour_on,
     db_option,
     dump_json,
     echo,
     handle_errors,
     json_option,
     open_store,
+    output_options,
+    paged,
 )
 from acp_proxy.errors import UsageError
 from acp_proxy.protocol.frames import Frame
@@ -78,12 +82,35 @@ def load_frames(db: Path | None, capture: str | None, at: int | None = None) -> 
         return from_file()
     store = open_store(db)
     c = store.capture(capture)
-    return store.plain_frames(c["id"], upto_seq=at)
+    total = c.get("message_count") or 0
+    if at is not None:
+        total = min(total, at + 1)
+    progress = Progress(f"reading capture {c['id']}", total)
+    return progress.wrap(store.plain_frames(c["id"], upto_seq=at))
 
 
 def load_reconstruction(db: Path | None, capture: str | None, at: int | None) -> Reconstruction:
     check_at(at)
     return reconstruct(load_frames(db, capture, at), at=at)
+
+
+class Ending:
+    """What a view says of a capture's end: why its open turns were cut short, and the
+    agent's stderr (a crash's explanation is usually there). Empty for a jsonl export."""
+
+    def __init__(self, db: Path | None, capture: str | None, at: int | None) -> None:
+        self.reason: str | None = None
+        self.stderr: list[tuple[int, bytes]] = []
+        if _is_export(capture):
+            return
+        from acp_proxy.store.liveness import capture_state
+        from acp_proxy.text.timeline import cut_short
+
+        store = open_store(db)
+        c = store.capture(capture)
+        if at is None and capture_state(c) != "recording":
+            self.reason = cut_short(c)
+        self.stderr = list(store.stderr(c["id"]))
 
 
 def at_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -105,14 +132,18 @@ def _view(
     @json_option
     @at_option
     @click.argument("capture", required=False)
+    @output_options
     @handle_errors
-    def command(db: Path | None, as_json: bool, at: int | None, capture: str | None) -> None:
+    def command(
+        db: Path | None, as_json: bool, at: int | None, capture: str | None, no_pager: bool
+    ) -> None:
         r = load_reconstruction(db, capture, at)
         if as_json:
             dump_json(to_json(r))
             return
-        for line in to_lines(r):
-            echo(line)
+        with paged(not no_pager):
+            for line in _lines(to_lines, r, Ending(db, capture, at)):
+                echo(line)
 
     return command
 
@@ -145,11 +176,26 @@ def print_view(
         raise UsageError(f"no view {view!r} (choose from {', '.join(SHOW_VIEWS)})")
     r = load_reconstruction(db, capture, at)
     to_json, to_lines = table[view]
+    ending = Ending(db, capture, at)
     if as_json:
-        dump_json(to_json(r))
+        out = to_json(r)
+        if view == "turns":
+            for t in out:
+                t["cutShort"] = ending.reason if t["endedSeq"] is None else None
+        dump_json(out)
         return
-    for line in to_lines(r):
+    for line in _lines(to_lines, r, ending):
         echo(line)
+
+
+def _lines(to_lines: Callable[..., Any], r: Reconstruction, ending: Ending) -> Iterator[Any]:
+    from acp_proxy.text.views import terminals_lines, turns_lines
+
+    if to_lines is turns_lines:
+        return turns_lines(r, cut_short=ending.reason, stderr=ending.stderr)
+    if to_lines is terminals_lines:
+        return terminals_lines(r, colour=colour_on())
+    return iter(to_lines(r))
 
 
 def export_text(

@@ -22,7 +22,16 @@ from acp_proxy.protocol.frames import Direction, Frame, Opcode
 from acp_proxy.store.reader import StoredFrame
 from acp_proxy.text.safe import json_visible_bytes
 
-__all__ = ["frame_object", "read_jsonl", "write_jsonl"]
+__all__ = ["frame_object", "read_jsonl", "stderr_object", "write_jsonl"]
+
+
+def stderr_object(t_ns: int, data: bytes) -> dict[str, Any]:
+    """What the agent wrote on stderr at ``t_ns``: ``text`` when valid UTF-8, else
+    ``base64`` (the exact bytes either way)."""
+    try:
+        return {"t_ns": t_ns, "text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"t_ns": t_ns, "base64": base64.b64encode(data).decode("ascii")}
 
 
 def frame_object(f: StoredFrame, capture_uid: str) -> dict[str, Any]:

@@ -240,7 +240,7 @@ class Reconstruction:
     def _prompt(self, m: Message, p: dict[str, Any]) -> None:
         sid = p.get("sessionId")
         sid = sid if isinstance(sid, str) else None
-        turn = Turn(sid, len(self.turns), m.id, m.seq, m.t_ns, p.get("prompt"))
+        turn = Turn(sid, len(self.turns) + 1, m.id, m.seq, m.t_ns, p.get("prompt"))
         self.turns.append(turn)
         self._by_request[_key(m)] = turn
         if sid is not None:

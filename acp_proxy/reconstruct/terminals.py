@@ -28,7 +28,7 @@ from typing import Any
 import pyte
 from wcwidth import wcwidth
 
-__all__ = ["Terminal", "TerminalEvent", "render_screen"]
+__all__ = ["Attrs", "Terminal", "TerminalEvent", "render_cells", "render_screen"]
 
 DEFAULT_COLS = 80
 DEFAULT_ROWS = 24
@@ -115,6 +115,14 @@ class Terminal:
             cols = self.size.get("cols")
             rows = self.size.get("rows")
         return render_screen(self.text, cols if isinstance(cols, int) else None, rows)
+
+    def screen_cells(self) -> list[list[Attrs]]:
+        """:meth:`screen` with each character's attributes (see :func:`render_cells`)."""
+        cols = rows = None
+        if self.size is not None:
+            cols = self.size.get("cols")
+            rows = self.size.get("rows")
+        return render_cells(self.text, cols if isinstance(cols, int) else None, rows)
 
     # -- v2 -----------------------------------------------------------------------------
 
@@ -246,13 +254,46 @@ def render_screen(text: str, cols: int | None = None, rows: Any = None) -> list[
     return lines
 
 
-def _emulate(text: str, width: int, height: int) -> list[str]:
+def _screen(text: str, width: int, height: int) -> Any:
     need = text.count("\n") + len(text) // width + 2
     screen = pyte.Screen(width, min(max(height, need), _MAX_ROWS))
     screen.set_mode(pyte.modes.LNM)
     stream = pyte.Stream(screen)
     stream.feed(text)
-    return [line.rstrip() for line in screen.display]
+    return screen
+
+
+def _emulate(text: str, width: int, height: int) -> list[str]:
+    return [line.rstrip() for line in _screen(text, width, height).display]
+
+
+# A character on an emulated screen: (text, fg, bg, bold, italics, underscore, reverse);
+# colours as the emulator names them ("red", "brightblue", "default") or "rrggbb".
+Attrs = tuple[str, str, str, bool, bool, bool, bool]
+
+
+def render_cells(text: str, cols: int | None = None, rows: Any = None) -> list[list[Attrs]]:
+    """The lines of :func:`render_screen` with each character's attributes, always from the
+    emulator (so colours set by SGR are kept as attributes, never as the bytes sent)."""
+    width = cols if cols and cols > 0 else DEFAULT_COLS
+    height = rows if isinstance(rows, int) and rows > 0 else DEFAULT_ROWS
+    screen = _screen(text, width, height)
+    out: list[list[Attrs]] = []
+    for y in range(screen.lines):
+        row = screen.buffer[y]
+        line: list[Attrs] = []
+        x = 0
+        while x < screen.columns:
+            c = row[x]
+            if c.data:  # the second half of a wide character is an empty cell
+                line.append((c.data, c.fg, c.bg, c.bold, c.italics, c.underscore, c.reverse))
+            x += 1
+        while line and line[-1][0] == " " and line[-1][2] == "default" and not line[-1][6]:
+            line.pop()
+        out.append(line)
+    while out and not out[-1]:
+        out.pop()
+    return out
 
 
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")

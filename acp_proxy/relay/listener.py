@@ -260,7 +260,19 @@ class _Session:
             listen_url=front.listen_url + redact_url(request.path, keep_secrets=self.keep),
             label=cfg.label,
         )
+        self.uid = meta.uid
+        self.logged = False
         self.tap = front.writer.open_capture(meta)
+
+    def _log(self, outcome: str) -> None:
+        """The one line each connection gets on stderr: peer, path, capture, outcome."""
+        if self.logged:
+            return
+        self.logged = True
+        path = redact_url(self.request.path, keep_secrets=False)
+        took = (time.monotonic_ns() - self.opened_ns) / 1e9
+        what = "not recorded" if self.front.writer.refused else f"capture {self.uid[:8]}"
+        _warn(f"ws {self.peer} {path} {what}: {outcome} ({took:.1f} s)")
 
     def _end(self) -> None:
         self.done = True
@@ -279,10 +291,8 @@ class _Session:
         self.tap.event(kind, status=status, error=message, request=self._request_event(), **detail)
         self.tap.close()
         self._end()
-        _warn(
-            f"{self.peer} {redact_url(self.request.path, keep_secrets=False)}: {message}; "
-            f"answered HTTP {status}"
-        )
+        what = {"refused": "refused", "upstream_failed": "upstream failed"}.get(kind, kind)
+        self._log(f"{what}, HTTP {status}: {message}")
         return self.conn.respond(status, f"acp-proxy: {message}\n")
 
     async def open(self) -> Response | None:
@@ -324,7 +334,7 @@ class _Session:
             )
             self.tap.close()
             self._end()
-            _warn(f"upstream {shown} answered HTTP {r.status_code}; relayed to {self.peer}")
+            self._log(f"upstream {shown} refused, HTTP {r.status_code}; relayed to the client")
             out = Headers(relay_response_headers(r.headers))
             out["Content-Length"] = str(len(r.body))
             return Response(r.status_code, r.reason_phrase, out, bytes(r.body))
@@ -365,6 +375,7 @@ class _Session:
     def refused_late(self, status: int) -> None:
         if not self.done:
             self.tap.event("handshake_failed", status=status, request=self._request_event())
+            self._log(f"handshake failed, HTTP {status}")
             self._abandon_soon()
 
     def lost(self) -> None:
@@ -393,6 +404,7 @@ class _Session:
             self._end()
             self.tap.event("abandoned", reason="client left during the handshake")
             self.tap.close()
+            self._log("abandoned: the client left during the handshake")
 
     async def run(self) -> None:
         self.started = True
@@ -420,6 +432,7 @@ class _Session:
         self.tap.event("handshake", **detail)
         client = WsEndpoint(conn, "client")
         exit_fields: dict[str, Any] = {}
+        outcome = "closed"
         try:
             if self.agent is not None:
                 agent_side: Endpoint = await self.agent.endpoint(
@@ -428,12 +441,18 @@ class _Session:
             else:
                 agent_side = WsEndpoint(self.upstream, "upstream")
             await relay(client, agent_side, self.tap)
+        except BaseException as e:
+            outcome = f"ended by {type(e).__name__}"
+            raise
         finally:
             if self.agent is not None:
                 code, sig = await self.agent.finish()
                 exit_fields = {"exit_code": code, "exit_signal": sig}
+                outcome += f", agent {'killed by signal ' + str(sig) if sig else f'exit {code}'}"
             self._end()
             self.tap.close(**exit_fields)
+            close = getattr(conn, "close_code", None)
+            self._log(outcome + (f", client close code {close}" if close is not None else ""))
 
 
 async def serve(

@@ -65,7 +65,20 @@ _FRAME_COLUMNS = (
 )
 
 
+# A request no response answered (the pairing the recorder stored: a response's
+# request_seq, or a batch entry's), asked of a capture that has ended.
+_UNANSWERED = (
+    "(kind = 'request' AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.capture_id = "
+    "messages.capture_id AND r.request_seq = messages.seq) AND NOT EXISTS (SELECT 1 FROM "
+    "batch_items b WHERE b.capture_id = messages.capture_id AND b.request_seq = messages.seq))"
+)
+UNANSWERED = "unanswered"
+
+
 def _stored(row: tuple[Any, ...]) -> StoredFrame:
+    anomalies = tuple(row[16].split(",")) if row[16] else ()
+    if len(row) > 20 and row[20]:
+        anomalies = (*anomalies, UNANSWERED)
     return StoredFrame(
         capture_id=row[0],
         frame=Frame(
@@ -85,7 +98,7 @@ def _stored(row: tuple[Any, ...]) -> StoredFrame:
         tool_call_id=row[13],
         terminal_id=row[14],
         error_code=row[15],
-        anomalies=tuple(row[16].split(",")) if row[16] else (),
+        anomalies=anomalies,
         request_seq=row[17],
         latency_ns=row[18],
         rowid=row[19],
@@ -154,12 +167,21 @@ class Store:
         after_seq: int = -1,
         upto_seq: int | None = None,
         limit: int | None = None,
+        from_t_ns: int | None = None,
+        ended: bool = False,
     ) -> Iterator[StoredFrame]:
-        sql = f"SELECT {_FRAME_COLUMNS} FROM messages WHERE capture_id = ? AND seq > ?"
+        """A capture's frames in order, from a cursor (never all in memory). With
+        ``ended`` (the capture is over), a request nothing answered is flagged
+        ``unanswered``: the one place that rule is applied."""
+        columns = _FRAME_COLUMNS + (f", {_UNANSWERED}" if ended else "")
+        sql = f"SELECT {columns} FROM messages WHERE capture_id = ? AND seq > ?"
         args: list[Any] = [capture_id, after_seq]
         if upto_seq is not None:
             sql += " AND seq <= ?"
             args.append(upto_seq)
+        if from_t_ns is not None:
+            sql += " AND t_ns >= ?"
+            args.append(from_t_ns)
         sql += " ORDER BY seq"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
@@ -215,11 +237,42 @@ class Store:
     def max_rowid(self) -> int:
         return int(self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
 
-    def stderr(self, capture_id: int) -> list[tuple[int, bytes]]:
+    def stderr(self, capture_id: int) -> Iterator[tuple[int, bytes]]:
+        """The agent's stderr as read, ``(t_ns, bytes)`` in order, from a cursor."""
+        for t, d in self.conn.execute(
+            "SELECT t_ns, data FROM stderr WHERE capture_id = ? ORDER BY id", [capture_id]
+        ):
+            yield t, bytes(d)
+
+    def stderr_after_rowid(self, rowid: int, capture_id: int | None = None) -> list[Any]:
+        """``(rowid, capture_id, t_ns, bytes)`` of stderr written after ``rowid``."""
+        sql = "SELECT id, capture_id, t_ns, data FROM stderr WHERE id > ?"
+        args: list[Any] = [rowid]
+        if capture_id is not None:
+            sql += " AND capture_id = ?"
+            args.append(capture_id)
         return [
-            (t, bytes(d))
-            for t, d in self.conn.execute(
-                "SELECT t_ns, data FROM stderr WHERE capture_id = ? ORDER BY id", [capture_id]
+            (i, c, t, bytes(d))
+            for i, c, t, d in self.conn.execute(sql + " ORDER BY id LIMIT 5000", args)
+        ]
+
+    def max_stderr_rowid(self) -> int:
+        return int(self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM stderr").fetchone()[0])
+
+    def captures_from(self, ids: list[int], above: int) -> list[dict[str, Any]]:
+        """The captures ``ids`` and every capture whose id is above ``above``."""
+        marks = ",".join("?" * len(ids))
+        sql = "SELECT * FROM captures WHERE id > ?" + (f" OR id IN ({marks})" if ids else "")
+        return list(self.db.query(sql + " ORDER BY id", [above, *ids]))
+
+    def unanswered(self, capture_id: int) -> list[tuple[int, str | None]]:
+        """``(seq, method)`` of every request of the capture that nothing answered."""
+        return [
+            (seq, method)
+            for seq, method in self.conn.execute(
+                f"SELECT seq, method FROM messages WHERE capture_id = ? AND {_UNANSWERED} "
+                "ORDER BY seq",
+                [capture_id],
             )
         ]
 
@@ -229,6 +282,13 @@ class Store:
                 "SELECT t_ns, kind, detail FROM events WHERE capture_id = ? ORDER BY id",
                 [capture_id],
             )
+        )
+
+    def frame_count(self, capture_id: int) -> int:
+        return int(
+            self.conn.execute(
+                "SELECT COUNT(*) FROM messages WHERE capture_id = ?", [capture_id]
+            ).fetchone()[0]
         )
 
     def stream_bytes(self, capture_id: int, direction: Direction) -> bytes:

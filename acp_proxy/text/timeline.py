@@ -18,15 +18,25 @@ import orjson
 from acp_proxy.protocol.jsonrpc import decode
 from acp_proxy.store.liveness import capture_state
 from acp_proxy.store.reader import StoredFrame
+from acp_proxy.text.style import Styled, plain
 
 __all__ = [
+    "KIND_WIDTH",
     "FrameFilter",
+    "Grep",
     "capture_header",
     "capture_row",
+    "cut_short",
     "event_line",
+    "event_parts",
     "frame_line",
+    "frame_parts",
+    "seq_width",
+    "stderr_parts",
     "summary",
 ]
+
+KIND_WIDTH = 12  # "notification", the longest kind
 
 _WIDTH = 72
 
@@ -54,6 +64,33 @@ class FrameFilter:
         if self.update is not None and not fnmatchcase(f.update_kind or "", self.update):
             return False
         return not (self.anomalous and not f.anomalies)
+
+
+class Grep:
+    """``--grep PATTERN``: a regular expression searched in a frame's exact text (and in
+    stderr lines); case-insensitive unless the pattern has a capital letter."""
+
+    def __init__(self, pattern: str) -> None:
+        import re
+
+        flags = 0 if any(c.isupper() for c in pattern) else re.IGNORECASE
+        try:
+            self.rx = re.compile(pattern, flags)
+        except re.error as e:
+            from acp_proxy.errors import UsageError
+
+            raise UsageError(f"--grep {pattern!r} is not a regular expression: {e}") from e
+
+    def text(self, text: str) -> bool:
+        return self.rx.search(text) is not None
+
+    def __call__(self, f: StoredFrame) -> bool:
+        return self.text(f.raw.decode("utf-8", "replace"))
+
+
+def seq_width(last_seq: int) -> int:
+    """The width of the seq column, for a capture whose last frame is ``last_seq``."""
+    return max(5, len(str(max(last_seq, 0))))
 
 
 def _short(text: str, width: int = 60) -> str:
@@ -129,6 +166,21 @@ def capture_row(c: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def cut_short(c: dict[str, Any]) -> str:
+    """Why a capture's open requests were never answered: "agent exited 3", "agent
+    killed by signal 9", "the capture was killed" or "the connection closed"."""
+    if c.get("exit_signal"):
+        return f"agent killed by signal {c['exit_signal']}"
+    if c.get("exit_code") is not None:
+        return f"agent exited {c['exit_code']}"
+    state = capture_state(c)
+    if state == "killed" or c.get("end_reason") == "proxy_gone":
+        return "the proxy was killed"
+    if state == "recording":
+        return "still recording"
+    return "the connection closed"
+
+
 def capture_header(c: dict[str, Any]) -> list[str]:
     started = c["started_at"].replace("T", " ").rstrip("Z")
     lines = [
@@ -146,28 +198,102 @@ def capture_header(c: dict[str, Any]) -> list[str]:
     return lines
 
 
-def event_line(ev: dict[str, Any]) -> str:
+def _when(t_ns: int, started_at: str | None) -> str:
+    return _wall(started_at, t_ns) if started_at else f"{t_ns / 1e6:>10.3f}ms"
+
+
+def event_parts(ev: dict[str, Any], width: int = 5, started_at: str | None = None) -> Styled:
     """A lifecycle or connection event, in the timeline between frames."""
-    detail = ev.get("detail") or ""
-    return f"{ev['t_ns'] / 1e6:>10.3f}ms        · {ev['kind']:<12} {_short(detail, 90)}".rstrip()
+    detail = _short(ev.get("detail") or "", 90)
+    style = "error" if ev["kind"] in _BAD_EVENTS else "event"
+    head = f"{_when(ev['t_ns'], started_at)}{' ' * (width + 3)}· "
+    if not detail:
+        return Styled.of(head, (ev["kind"], style))
+    return Styled.of(head, (f"{ev['kind']:<{KIND_WIDTH}}", style), f" {detail}")
 
 
-def frame_line(f: StoredFrame, started_at: str | None = None) -> str:
-    t = f.frame.t_ns / 1e6
-    when = f"{t:>10.3f}ms"
-    if started_at:
-        when = _wall(started_at, f.frame.t_ns)
-    arrow = f.direction.arrow
+_BAD_EVENTS = frozenset(
+    {"refused", "upstream_refused", "upstream_failed", "spawn_failed", "handshake_failed", "gap"}
+)
+
+
+def event_line(ev: dict[str, Any], width: int = 5, started_at: str | None = None) -> str:
+    return plain(event_parts(ev, width, started_at))
+
+
+def stderr_parts(
+    t_ns: int, data: bytes, width: int = 5, started_at: str | None = None
+) -> list[Styled]:
+    """What the agent wrote on stderr at ``t_ns``, one timeline line per line written."""
+    text = data.decode("utf-8", "replace")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    head = f"{_when(t_ns, started_at)}{' ' * (width + 3)}· "
+    return [
+        Styled.of(head, (f"{'stderr':<{KIND_WIDTH}}", "stderr"), " ", (line, "stderr"))
+        for line in lines
+    ]
+
+
+def _frame_style(f: StoredFrame) -> str | None:
+    if f.kind == "error":
+        return "error"
+    if f.update_kind in ("tool_call", "tool_call_update") or f.kind == "response":
+        v = decode(f.raw)
+        if isinstance(v, dict):
+            if f.update_kind:
+                p = v.get("params")
+                u = p.get("update") if isinstance(p, dict) else None
+                if isinstance(u, dict) and u.get("status") == "failed":
+                    return "error"
+            else:
+                r = v.get("result")
+                o = r.get("outcome") if isinstance(r, dict) else None
+                if isinstance(o, dict) and (
+                    o.get("outcome") == "cancelled"
+                    or any(w in str(o.get("optionId", "")).lower() for w in _DENY)
+                ):
+                    return "denied"
+    return None
+
+
+_DENY = ("reject", "deny", "decline", "disallow")
+
+
+def frame_parts(f: StoredFrame, started_at: str | None = None, width: int = 5) -> Styled:
+    """A frame as one timeline line, in parts coloured by what they are."""
+    d = f.direction.value
     label = f.update_kind if f.update_kind else (f.method or "")
-    ident = f"[{f.msg_id}]" if f.msg_id is not None else ""
+    ident = f" [{f.msg_id}]" if f.msg_id is not None else ""
+    if f.opcode_text == "binary":
+        ident += " (binary)"
     text = summary(f)
+    style = _frame_style(f)
     extra = ""
     if f.latency_ns is not None:
         extra = f"  ({f.latency_ns / 1e6:.2f} ms, #{f.request_seq})"
-    odd = f"  !{','.join(f.anomalies)}" if f.anomalies else ""
-    kind = f.kind if f.opcode_text is None else f"{f.kind}/{f.opcode_text}"
-    head = f"{when} #{f.seq:<5} {arrow} {kind:<12} {label} {ident}".rstrip()
-    return f"{head}  {text}{extra}{odd}".rstrip()
+    kind = f"{f.kind:<{KIND_WIDTH}}"
+    parts: list[tuple[str, str | None]] = [
+        (f"{_when(f.frame.t_ns, started_at)} #{f.seq:<{width}} ", None),
+        (f.direction.arrow, d),
+        (" ", None),
+        (kind, "error" if f.kind == "error" else d if f.kind == "request" else None),
+        (f" {label}{ident}".rstrip(), "error" if style == "error" else None),
+    ]
+    if not label and not ident:
+        parts[3] = (kind.rstrip() if not text else kind, parts[3][1])
+    if text:
+        parts.append(("  " + text, style))
+    if extra:
+        parts.append((extra, "dim"))
+    if f.anomalies:
+        parts.append((f"  !{','.join(f.anomalies)}", "anomaly"))
+    return Styled(tuple(parts))
+
+
+def frame_line(f: StoredFrame, started_at: str | None = None, width: int = 5) -> str:
+    return plain(frame_parts(f, started_at, width)).rstrip()
 
 
 def _wall(started_at: str, t_ns: int) -> str:

@@ -9,13 +9,15 @@ formats, it never decides what happened.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import orjson
 
 from acp_proxy.reconstruct import Reconstruction
+from acp_proxy.reconstruct.terminals import Attrs
 from acp_proxy.reconstruct.views import permission_json, turn_json
+from acp_proxy.text.style import Painted, Styled, screen_line, sgr_of
 
 __all__ = [
     "diffs_lines",
@@ -26,6 +28,14 @@ __all__ = [
     "tools_lines",
     "turns_lines",
 ]
+
+
+_STDERR_SHOWN = 5
+
+
+def _sgr_cells(cells: list[Attrs]) -> Iterator[tuple[str, str]]:
+    for ch, fg, bg, bold, italics, underscore, reverse in cells:
+        yield ch, sgr_of(fg, bg, bold, italics, underscore, reverse)
 
 
 def _ms(t_ns: int | None) -> str:
@@ -62,7 +72,7 @@ def _content_label(item: Any) -> str:
     return f"<{t}> " + _short(item, 50)
 
 
-def tools_lines(r: Reconstruction) -> Iterator[str]:
+def tools_lines(r: Reconstruction) -> Iterator[str | Styled]:
     if not r.tool_calls:
         yield "no tool calls"
         return
@@ -70,7 +80,11 @@ def tools_lines(r: Reconstruction) -> Iterator[str]:
         ended = tc.ended_t_ns
         took = f"{(ended - tc.first_t_ns) / 1e6:.1f} ms" if ended is not None else "not finished"
         title = repr(tc.title) if tc.title is not None else "(no title)"
-        yield f"{tc.tool_call_id}  {tc.kind}  {tc.status}  {title}  {took}  #{tc.first_seq}"
+        yield Styled.of(
+            f"{tc.tool_call_id}  {tc.kind}  ",
+            (str(tc.status), "error" if tc.status == "failed" else None),
+            f"  {title}  {took}  #{tc.first_seq}",
+        )
         history = " → ".join(f"{c.status}@{_ms(c.t_ns)}" for c in tc.status_history)
         if history:
             yield f"    status   {history}"
@@ -90,10 +104,10 @@ def tools_lines(r: Reconstruction) -> Iterator[str]:
         if tc.meta:
             yield f"    _meta    {_short(tc.meta)}"
         for a in tc.anomalies:
-            yield f"    !{a}"
+            yield Styled.of(("    !" + a, "anomaly"))
 
 
-def terminals_lines(r: Reconstruction) -> Iterator[str]:
+def terminals_lines(r: Reconstruction, colour: bool = False) -> Iterator[str | Styled]:
     if not r.terminals:
         yield "no terminals"
         return
@@ -107,7 +121,12 @@ def terminals_lines(r: Reconstruction) -> Iterator[str]:
         else:
             status = f"exit {es.get('exitCode')}"
         owner = "agent-owned" if t.owner == "agent" else "client-owned"
-        yield f"terminal {t.terminal_id}  ({owner}, session {t.session_id})  {status}"
+        bad = es is not None and (bool(es.get("signal")) or es.get("exitCode") not in (0, None))
+        yield Styled.of(
+            (f"terminal {t.terminal_id}", "bold"),
+            f"  ({owner}, session {t.session_id})  ",
+            (status, "error" if bad else None),
+        )
         yield f"    $ {_short(cmd, 100)}"
         if t.cwd:
             yield f"    cwd {t.cwd}"
@@ -120,6 +139,10 @@ def terminals_lines(r: Reconstruction) -> Iterator[str]:
             extra.append(f"size {t.size.get('cols')}x{t.size.get('rows')}")
         extra.append(f"{len(t.output)} bytes")
         yield "    " + ", ".join(extra)
+        if colour:  # the screen's colours, re-emitted from the emulator's cell attributes
+            for cells in t.screen_cells():
+                yield Painted("    │ " + screen_line(_sgr_cells(cells), True))
+            continue
         for line in t.screen():
             yield f"    │ {line}"
 
@@ -145,14 +168,30 @@ def diffs_lines(r: Reconstruction) -> Iterator[str]:
             yield "    (no patch text)"
 
 
-def turns_lines(r: Reconstruction) -> Iterator[str]:
+def turns_lines(
+    r: Reconstruction,
+    cut_short: str | None = None,
+    stderr: Sequence[tuple[int, bytes]] = (),
+) -> Iterator[str | Styled]:
+    """The turns; with ``cut_short`` (why the capture ended), an unanswered turn says why
+    it was cut short, and the agent's stderr during a turn is shown under it."""
     if not r.turns:
         yield "no turns"
     for turn in r.turns:
         t = turn_json(r, turn)
-        end = t["stopReason"] or ("error" if t["error"] else "still open")
+        style = None
+        if t["stopReason"]:
+            end = t["stopReason"]
+        elif t["error"]:
+            end, style = "error", "error"
+        elif cut_short is not None:
+            end, style = f"cut short: {cut_short} before answering", "error"
+        else:
+            end = "still open"
         dur = f"{t['durationMs']:.1f} ms" if t["durationMs"] is not None else "-"
-        yield f"turn {t['index']}  #{t['seq']}  {t['sessionId']}  {end}  {dur}"
+        yield Styled.of(
+            f"turn {t['index']}  #{t['seq']}  {t['sessionId']}  ", (end, style), f"  {dur}"
+        )
         yield f"    prompt  {_short(t['prompt'])!r}"
         first = t["timeToFirstOutputMs"]
         yield (
@@ -166,6 +205,18 @@ def turns_lines(r: Reconstruction) -> Iterator[str]:
             yield f"    tool calls {', '.join(t['toolCallIds'])}"
         if t["agentText"]:
             yield f"    agent   {_short(t['agentText'], 90)!r}"
+        end_ns = turn.ended_t_ns
+        said = [
+            line
+            for t_ns, data in stderr
+            if t_ns >= turn.t_ns and (end_ns is None or t_ns <= end_ns)
+            for line in data.decode("utf-8", "replace").splitlines()
+            if line.strip()
+        ]
+        for line in said[-_STDERR_SHOWN:]:
+            yield Styled.of("    stderr  ", (line, "stderr"))
+        if len(said) > _STDERR_SHOWN:
+            yield f"    stderr  ({len(said) - _STDERR_SHOWN} earlier lines: acp-proxy show)"
 
 
 def permissions_lines(r: Reconstruction) -> Iterator[str]:

@@ -87,7 +87,7 @@ def test_show_views(tmp_path: Path) -> None:
     assert "approved" in _run("show", "--db", str(db), "--view", "permissions")
     frames = _run("show", "--db", str(db), "--at", "3")
     assert "#3 " in frames and "#4 " not in frames
-    assert "turn 0" in _run("show", DEMO, "--view", "turns")
+    assert "turn 1  #4" in _run("show", DEMO, "--view", "turns")
     assert "mode    code" in _run("show", "--db", str(db), "--view", "sessions")
     files = _run("show", DEMO, "--view", "files")
     assert "#13    write     fs_write" in files and "start   39 chars, 4 lines" in files

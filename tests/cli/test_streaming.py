@@ -1,0 +1,89 @@
+"""Big captures: ``show --json`` and ``export`` stream (their memory does not grow with the
+capture), and long work shows progress on stderr when stderr is a terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+from pathlib import Path
+
+import pytest
+from support.big import peak_rss_kib, record_flood
+from support.proc import PROXY
+
+BIG = 60_000
+
+
+@pytest.fixture(scope="module")
+def dbs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("big")
+    small, big = tmp / "small.sqlite", tmp / "big.sqlite"
+    record_flood(small, 600)
+    record_flood(big, BIG)
+    return small, big
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["show", "--json"], ["export", "--format", "jsonl"], ["export", "--format", "html"]],
+    ids=" ".join,
+)
+def test_memory_does_not_grow_with_the_capture(dbs: tuple[Path, Path], args: list[str]) -> None:
+    small, big = dbs
+    base = peak_rss_kib([*args, "--db", str(small)])
+    grown = peak_rss_kib([*args, "--db", str(big)])
+    # a hundred times the frames (12 MB of them): what was held in memory grew by 250 MB
+    assert grown - base < 40 * 1024, (base, grown)
+
+
+def test_show_json_streamed_is_one_document(dbs: tuple[Path, Path]) -> None:
+    _, big = dbs
+    out = subprocess.run(
+        [*PROXY, "show", "--json", "--db", str(big)], capture_output=True, check=True, timeout=300
+    ).stdout
+    doc = json.loads(out)
+    assert len(doc["frames"]) == BIG and doc["frames"][-1]["seq"] == BIG - 1
+    assert doc["capture"]["message_count"] == BIG and doc["stderr"] == []
+
+
+def _stderr_on_pty(args: list[str]) -> bytes:
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*PROXY, *args], stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    err = b""
+    while True:
+        if not select.select([master], [], [], 120)[0]:
+            break
+        try:
+            chunk = os.read(master, 1 << 16)
+        except OSError:
+            break
+        if not chunk:
+            break
+        err += chunk
+    os.close(master)
+    assert proc.wait(60) == 0
+    return err
+
+
+def test_long_exports_and_views_show_progress_on_a_terminal(
+    dbs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _, big = dbs
+    err = _stderr_on_pty(
+        ["export", "--db", str(big), "--format", "html", "-o", str(tmp_path / "p")]
+    )
+    assert b"writing the page of capture 1: " in err and b"%)" in err
+    assert err.rstrip().endswith(b"frames laid out)")  # the progress line was cleared
+    err = _stderr_on_pty(["show", "--db", str(big), "--view", "turns"])
+    assert b"reading capture 1: " in err
+    quiet = subprocess.run(
+        [*PROXY, "export", "--db", str(big), "--format", "jsonl", "-o", str(tmp_path / "j")],
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
+    assert b"exporting" not in quiet.stderr and b"\r" not in quiet.stderr
