@@ -13,7 +13,7 @@ from support.ws import RAW, events, rows, upstream_server
 from websockets.asyncio.client import connect
 from websockets.datastructures import Headers
 
-from acp_proxy.relay.listener import Admission, _upstream_target
+from acp_proxy.relay.listener import Admission, upstream_target
 from acp_proxy.transports.headers import (
     redact_headers,
     redact_url,
@@ -152,6 +152,6 @@ def test_query_and_path_relaying() -> None:
     assert without_params("/acp?token=t&x=1", ours) == "/acp?x=1"
     assert without_params("/acp?token=t", ours) == "/acp"
     assert without_params("/acp?token=other", ours) == "/acp?token=other"
-    assert _upstream_target("ws://h:1/acp", "/") == "ws://h:1/acp"
-    assert _upstream_target("ws://h:1/acp", "/other?q=1") == "ws://h:1/other?q=1"
-    assert _upstream_target("ws://h:1/acp", "/?q=1") == "ws://h:1/acp?q=1"
+    assert upstream_target("ws://h:1/acp", "/") == "ws://h:1/acp"
+    assert upstream_target("ws://h:1/acp", "/other?q=1") == "ws://h:1/other?q=1"
+    assert upstream_target("ws://h:1/acp", "/?q=1") == "ws://h:1/acp?q=1"
