@@ -25,6 +25,7 @@ LAYERS = {
     "record.core": 1,
     "record.rows": 1,
     "record.wire": 1,
+    "export.redact": 1,
     "store": 2,
     "transports": 2,
     "record": 2,
@@ -48,6 +49,7 @@ PURE = (
     "record.core",
     "record.rows",
     "record.wire",
+    "export.redact",
 )
 IO_MODULES = {
     "asyncio",

@@ -1,4 +1,5 @@
-"""``acp-proxy export``: a capture as jsonl, asciicast, patch or html."""
+"""``acp-proxy export`` and ``acp-proxy share``: a capture as jsonl, asciicast, patch, html
+or har, redacted on the way out when asked (``share`` always redacts)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,112 @@ import click
 
 from acp_proxy.cli.common import CONTEXT, db_option, echo, handle_errors, open_store
 from acp_proxy.errors import UsageError
+from acp_proxy.export.redact import CLASSES, Redactor, parse_rules
 from acp_proxy.store.private import open_private
 
-__all__ = ["export"]
+__all__ = ["export", "share"]
+
+_FORMATS = ["jsonl", "asciicast", "patch", "html", "har"]
+
+
+def _classes(values: tuple[str, ...]) -> list[str] | None:
+    """``--redact`` (credentials), ``--redact files,text`` (and those classes); None: off."""
+    if not values:
+        return None
+    out: list[str] = []
+    for value in values:
+        for part in value.split(","):
+            part = part.strip()
+            if part in ("", "secrets"):
+                continue
+            if part == "all":
+                out.extend(CLASSES)
+            elif part not in CLASSES:
+                choices = ", ".join(("secrets", *CLASSES, "all"))
+                raise UsageError(f"no redaction class {part!r} (choose from {choices})")
+            else:
+                out.append(part)
+    return out
+
+
+def _redactor(classes: list[str] | None, rules_file: Path | None) -> Redactor | None:
+    if classes is None and rules_file is None:
+        return None
+    rules = None
+    if rules_file is not None:
+        try:
+            text = rules_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"cannot read {rules_file}: {e}") from e
+        rules = parse_rules(text, str(rules_file))
+    return Redactor(classes or (), rules)
+
+
+def _write(data: bytes, output: Path | None, what: str) -> None:
+    if output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    with open_private(output) as out:
+        out.write(data)
+    echo(f"wrote {what} to {output}", err=True)
+
+
+def write_export(
+    db: Path | None,
+    capture: str | None,
+    fmt: str,
+    terminal: str | None,
+    output: Path | None,
+    redactor: Redactor | None,
+) -> None:
+    """Export one capture of the database in ``fmt``, through ``redactor`` when given."""
+    import io
+
+    from acp_proxy.export.jsonl import write_jsonl
+
+    if terminal is not None and fmt != "asciicast":
+        raise UsageError("--terminal goes with --format asciicast")
+    store = open_store(db)
+    c = store.capture(capture)
+    stored = list(store.frames(c["id"]))
+    notes: dict[int, dict[str, object]] = {}
+    if redactor is not None:
+        from acp_proxy.export.sharing import redact_capture, redact_stored, summary_lines
+
+        shared = redact_stored(redactor, stored)
+        stored, notes = shared.frames, shared.notes
+        c = redact_capture(redactor, c)
+        for line in summary_lines(redactor, shared, len(stored)):
+            echo(f"acp-proxy: {line}", err=True)
+    if fmt == "jsonl":
+        buf = io.BytesIO()
+        n = write_jsonl(stored, c["uid"], buf, notes)
+        _write(buf.getvalue(), output, f"{n} frames")
+    elif fmt == "html":
+        from acp_proxy.export.html import render_html
+
+        _write(render_html(c, stored).encode("utf-8"), output, "html")
+    elif fmt == "har":
+        from acp_proxy.export.har import render_har
+
+        _write(render_har(c, stored, store.events(c["id"]), redactor), output, "har")
+    else:
+        from acp_proxy.cli.views import export_text
+
+        frames = [sf.frame for sf in stored]
+        text, warnings = export_text(db, capture, fmt, terminal, frames)
+        for note in warnings:
+            echo(f"acp-proxy: {note}", err=True)
+        _write(text.encode("utf-8"), output, fmt)
+
+
+_redact_rules_option = click.option(
+    "--redact-rules",
+    "rules_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Your own redaction rules (TOML, format in docs/sharing.md); implies --redact.",
+)
 
 
 @click.command(context_settings=CONTEXT)
@@ -20,12 +124,13 @@ __all__ = ["export"]
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["jsonl", "asciicast", "patch", "html"]),
+    type=click.Choice(_FORMATS),
     default="jsonl",
     show_default=True,
     help="jsonl: every frame, exact bytes; asciicast: one terminal (v2 asciicast, recorded "
     "timing); patch: the file changes as one patch for git apply; html: a page to open in "
-    "a browser (turns, tool calls, terminals, diffs, every frame).",
+    "a browser (turns, tool calls, terminals, diffs, every frame); har: HTTP Archive with "
+    "the messages as browsers' developer tools write WebSocket traffic.",
 )
 @click.option("--terminal", metavar="ID", help="The terminal to export as asciicast.")
 @click.option(
@@ -34,9 +139,26 @@ __all__ = ["export"]
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write to a file (created mode 0600) instead of stdout.",
 )
+@click.option(
+    "--redact",
+    "redact",
+    multiple=True,
+    is_flag=False,
+    flag_value="secrets",
+    metavar="[CLASSES]",
+    help="Replace secrets with stable placeholders (credentials always; add classes "
+    "files, text, paths or all, comma-separated). A summary goes to stderr.",
+)
+@_redact_rules_option
 @handle_errors
 def export(
-    db: Path | None, capture: str | None, fmt: str, terminal: str | None, output: Path | None
+    db: Path | None,
+    capture: str | None,
+    fmt: str,
+    terminal: str | None,
+    output: Path | None,
+    redact: tuple[str, ...],
+    rules_file: Path | None,
 ) -> None:
     """Export a capture (default: the latest) with its exact bytes, a terminal, or a patch.
 
@@ -46,43 +168,56 @@ def export(
         acp-proxy export 3 --format asciicast --terminal term_1 -o t.cast && asciinema play t.cast
         acp-proxy export 3 --format patch | git apply
         acp-proxy export 3 --format html -o capture.html
+        acp-proxy export 3 --redact files,paths -o shareable.jsonl
     """
-    from acp_proxy.export.jsonl import write_jsonl
+    write_export(db, capture, fmt, terminal, output, _redactor(_classes(redact), rules_file))
 
-    if fmt == "html":
-        from acp_proxy.export.html import render_html
 
-        store = open_store(db)
-        c = store.capture(capture)
-        page = render_html(c, store.frames(c["id"]))
-        if output is not None:
-            with open_private(output) as out:
-                out.write(page.encode("utf-8"))
-            echo(f"wrote {output}", err=True)
-        else:
-            sys.stdout.write(page)
-        return
-    if fmt != "jsonl":
-        from acp_proxy.cli.views import export_text
+@click.command(context_settings=CONTEXT)
+@db_option
+@click.argument("capture", required=False)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The file to write (created mode 0600).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "html", "har"]),
+    default="jsonl",
+    show_default=True,
+    help="jsonl (imports with acp-proxy import), html or har.",
+)
+@click.option(
+    "--redact",
+    "redact",
+    multiple=True,
+    metavar="CLASSES",
+    help="Also redact these classes: files, text, paths or all (comma-separated).",
+)
+@_redact_rules_option
+@handle_errors
+def share(
+    db: Path | None,
+    capture: str | None,
+    output: Path,
+    fmt: str,
+    redact: tuple[str, ...],
+    rules_file: Path | None,
+) -> None:
+    """Write a capture (default: the latest) with its secrets redacted, to attach to a bug
+    report; what was redacted, by rule and count, goes to stderr.
 
-        text, notes = export_text(db, capture, fmt, terminal)
-        for note in notes:
-            echo(f"acp-proxy: {note}", err=True)
-        if output is not None:
-            with open_private(output) as out:
-                out.write(text.encode("utf-8"))
-            echo(f"wrote {fmt} to {output}", err=True)
-        else:
-            sys.stdout.write(text)
-        return
-    if terminal is not None:
-        raise UsageError("--terminal goes with --format asciicast")
-    store = open_store(db)
-    c = store.capture(capture)
-    frames = store.frames(c["id"])
-    if output is not None:
-        with open_private(output) as out:
-            n = write_jsonl(frames, c["uid"], out)
-        echo(f"wrote {n} frames to {output}", err=True)
-    else:
-        write_jsonl(frames, c["uid"], sys.stdout.buffer)
+    \b
+    Example:
+        acp-proxy share -o bug.jsonl
+        acp-proxy share 3 --redact files,paths -o bug.jsonl
+        acp-proxy share 3 --format html -o bug.html
+    """
+    classes = _classes(("secrets", *redact)) or []
+    redactor = _redactor(classes, rules_file)
+    assert redactor is not None
+    write_export(db, capture, fmt, None, output, redactor)
