@@ -196,6 +196,9 @@ def parse_rules(text: str, source: str) -> Rules:
 _TOKEN = re.compile(
     rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\],:]|[ \t\r\n]+|[^ \t\r\n{}\[\],:"]+', re.DOTALL
 )
+_SCALAR = re.compile(
+    rb"true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|-?Infinity|NaN"
+)
 Path = tuple[str | int, ...]
 
 
@@ -257,6 +260,8 @@ def _scan(raw: bytes) -> list[_Leaf] | None:
             top[2] = False
             continue
         string = c == ord('"')
+        if not string and _SCALAR.fullmatch(tok) is None:
+            return None  # a bare word: not JSON
         if top is not None and top[0] == "o" and top[2]:
             if not string:
                 return None
