@@ -58,12 +58,12 @@ def diff(
 ) -> None:
     """Compare two sessions turn by turn: prompts, answers (word diff), tool calls, permission
     requests, terminals, files written, stop reasons, errors and initialize. A and B are
-    capture ids (-1 the latest) or jsonl exports. Exit status 1 when they differ.
+    capture ids or jsonl exports. Exit status 1 when they differ.
 
     \b
     Example:
         acp-proxy diff 3 4
-        acp-proxy diff before.jsonl -1 --timing
+        acp-proxy diff before.jsonl 4 --timing
         acp-proxy diff 3 4 --json --ignore params.update.content.text
     """
     from acp_proxy.cli.views import load_frames

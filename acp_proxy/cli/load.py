@@ -33,7 +33,7 @@ def import_exports(db: Path | None, as_json: bool, files: tuple[Path, ...]) -> N
     \b
     Example:
         acp-proxy import bug.jsonl && acp-proxy show --view turns
-        acp-proxy import a.jsonl b.jsonl && acp-proxy diff -2 -1
+        acp-proxy import a.jsonl b.jsonl && acp-proxy diff 1 2
     """
     from acp_proxy.export.load import import_file, read_export
 
