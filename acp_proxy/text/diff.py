@@ -40,7 +40,8 @@ def word_diff(a: str, b: str) -> str:
 def _file_diff(path: str, a: Any, b: Any) -> list[str]:
     old = a.splitlines(keepends=True) if isinstance(a, str) else []
     new = b.splitlines(keepends=True) if isinstance(b, str) else []
-    lines = difflib.unified_diff(old, new, f"A/{path}", f"B/{path}", n=2)
+    name = path.lstrip("/")
+    lines = difflib.unified_diff(old, new, f"A/{name}", f"B/{name}", n=2)
     return ["    " + line.rstrip("\n") for line in lines]
 
 
