@@ -312,3 +312,32 @@ def test_json_with_a_secret_stays_valid_json(
     assert json.loads(out.frame.raw.decode("utf-8", "surrogatepass")) == json.loads(
         json.dumps(expect)
     )
+
+
+def test_text_paths_and_key_rules() -> None:
+    rules = parse_rules('[[key]]\nname = "acme"\nregex = "^x-acme-"\n', "r.toml")
+    frames = [
+        Frame(
+            0,
+            C2A,
+            0,
+            b'{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s",'
+            b'"prompt":[{"type":"text","text":"fix /home/alice/app.py"}],'
+            b'"_meta":{"x-acme-id":"v1"}}}',
+        ),
+        Frame(
+            1,
+            A2C,
+            0,
+            b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+            b'{"sessionUpdate":"tool_call","toolCallId":"t","title":"Edit",'
+            b'"locations":[{"path":"/home/alice/app.py"}]}}}',
+        ),
+    ]
+    a, b = Redactor(["text", "paths"], rules).redact(frames)
+    assert orjson.loads(a.frame.raw)["params"]["prompt"][0]["text"] == "[redacted:text:1]"
+    assert orjson.loads(a.frame.raw)["params"]["_meta"] == {"x-acme-id": "[redacted:acme:1]"}
+    path = orjson.loads(b.frame.raw)["params"]["update"]["locations"][0]["path"]
+    assert path == "/home/[redacted:home:1]/app.py"
+    with pytest.raises(UsageError, match="no redaction class"):
+        Redactor(["everything"])
