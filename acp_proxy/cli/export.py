@@ -32,7 +32,10 @@ def _classes(values: tuple[str, ...]) -> list[str] | None:
                 out.extend(CLASSES)
             elif part not in CLASSES:
                 choices = ", ".join(("secrets", *CLASSES, "all"))
-                raise UsageError(f"no redaction class {part!r} (choose from {choices})")
+                raise UsageError(
+                    f"no redaction class {part!r} (choose from {choices}; a capture goes "
+                    "before --redact)"
+                )
             else:
                 out.append(part)
     return out

@@ -442,19 +442,25 @@ class Redactor:
     def redact(self, frames: Sequence[Frame]) -> list[Redacted]:
         scans = [_scan(f.raw) for f in frames]
         messages = self._contexts(frames, scans)
-        # pass 1: whole values chosen by where they are (member names, methods, classes)
+        # pass 1: whole values chosen by where they are (member names, methods, classes),
+        # and the secrets of every shape, named in order of appearance
         whole: list[dict[int, str]] = []
         for f, leaves, msgs in zip(frames, scans, messages, strict=True):
             chosen: dict[int, str] = {}
+            if leaves is None:
+                for _s, _e, secret, rule in self._find(f.raw.decode("latin-1")):
+                    self.placeholder(secret, rule)
             for i, leaf in enumerate(leaves or ()):
                 if not leaf.string:
                     continue
                 rule = self._whole_rule(leaf.path, msgs, leaves or [], f.raw)
-                if rule is not None:
-                    text, _ = _decode(f.raw[leaf.start : leaf.end])
-                    if text and not text.startswith("[redacted:"):
-                        chosen[i] = rule
-                        self.placeholder(text, rule)
+                text, _ = _decode(f.raw[leaf.start : leaf.end])
+                if rule is None:
+                    for _s, _e, secret, found in self._find(text):
+                        self.placeholder(secret, found)
+                elif text and not text.startswith("[redacted:"):
+                    chosen[i] = rule
+                    self.placeholder(text, rule)
             whole.append(chosen)
         literals = sorted(
             (s for s, p in self.names.items() if len(s) >= _LITERAL_MIN and not _optional(p)),

@@ -341,3 +341,13 @@ def test_text_paths_and_key_rules() -> None:
     assert path == "/home/[redacted:home:1]/app.py"
     with pytest.raises(UsageError, match="no redaction class"):
         Redactor(["everything"])
+
+
+def test_a_secret_found_in_a_url_is_replaced_where_it_stands_alone_too() -> None:
+    frames = [
+        Frame(0, C2A, 0, b'{"a":"say pa55-w0rd-xyz"}'),
+        Frame(1, A2C, 0, b'{"u":"https://me:pa55-w0rd-xyz@example.com/"}'),
+    ]
+    a, b = Redactor().redact(frames)
+    assert a.frame.raw == b'{"a":"say [redacted:url-userinfo:1]"}'
+    assert b.frame.raw == b'{"u":"https://me:[redacted:url-userinfo:1]@example.com/"}'
