@@ -448,8 +448,8 @@ class Redactor:
         for f, leaves, msgs in zip(frames, scans, messages, strict=True):
             chosen: dict[int, str] = {}
             if leaves is None:
-                for _s, _e, secret, rule in self._find(f.raw.decode("latin-1")):
-                    self.placeholder(secret, rule)
+                for _s, _e, secret, shape in self._find(f.raw.decode("latin-1")):
+                    self.placeholder(secret, shape)
             for i, leaf in enumerate(leaves or ()):
                 if not leaf.string:
                     continue
