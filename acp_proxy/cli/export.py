@@ -79,6 +79,23 @@ def write_export(
 
     if terminal is not None and fmt != "asciicast":
         raise UsageError("--terminal goes with --format asciicast")
+    if fmt in ("asciicast", "patch"):  # from the frames alone: a jsonl export works too
+        from acp_proxy.cli.views import export_text, load_frames
+
+        frames = list(load_frames(db, capture))
+        if redactor is not None:
+            from acp_proxy.export.sharing import summary_lines
+
+            done = redactor.redact(frames)
+            frames = [r.frame for r in done]
+            changed = sum(1 for r in done if r.sha256 is not None)
+            for line in summary_lines(redactor, changed, len(frames)):
+                echo(f"acp-proxy: {line}", err=True)
+        text, warnings = export_text(db, capture, fmt, terminal, frames)
+        for note in warnings:
+            echo(f"acp-proxy: {note}", err=True)
+        _write(text.encode("utf-8"), output, fmt)
+        return
     store = open_store(db)
     c = store.capture(capture)
     stored = list(store.frames(c["id"]))
@@ -89,7 +106,7 @@ def write_export(
         shared = redact_stored(redactor, stored)
         stored, notes = shared.frames, shared.notes
         c = redact_capture(redactor, c)
-        for line in summary_lines(redactor, shared, len(stored)):
+        for line in summary_lines(redactor, len(notes), len(stored)):
             echo(f"acp-proxy: {line}", err=True)
     if fmt == "jsonl":
         buf = io.BytesIO()
@@ -99,18 +116,10 @@ def write_export(
         from acp_proxy.export.html import render_html
 
         _write(render_html(c, stored).encode("utf-8"), output, "html")
-    elif fmt == "har":
+    else:
         from acp_proxy.export.har import render_har
 
         _write(render_har(c, stored, store.events(c["id"]), redactor), output, "har")
-    else:
-        from acp_proxy.cli.views import export_text
-
-        frames = [sf.frame for sf in stored]
-        text, warnings = export_text(db, capture, fmt, terminal, frames)
-        for note in warnings:
-            echo(f"acp-proxy: {note}", err=True)
-        _write(text.encode("utf-8"), output, fmt)
 
 
 _redact_rules_option = click.option(

@@ -67,9 +67,9 @@ def redact_capture(redactor: Redactor, capture: dict[str, Any]) -> dict[str, Any
     return out
 
 
-def summary_lines(redactor: Redactor, shared: Shared, total: int) -> list[str]:
+def summary_lines(redactor: Redactor, changed: int, total: int) -> list[str]:
     """What was redacted, by rule and count, for stderr."""
-    lines = [f"redacted {len(shared.notes)} of {total} frame(s)"]
+    lines = [f"redacted {changed} of {total} frame(s)"]
     for rule, count in sorted(redactor.counts.items(), key=lambda kv: (-kv[1], kv[0])):
         distinct = redactor.distinct.get(rule, 0)
         lines.append(f"  {rule}: {count} replacement(s), {distinct} distinct value(s)")

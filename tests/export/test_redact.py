@@ -351,3 +351,14 @@ def test_a_secret_found_in_a_url_is_replaced_where_it_stands_alone_too() -> None
     a, b = Redactor().redact(frames)
     assert a.frame.raw == b'{"a":"say [redacted:url-userinfo:1]"}'
     assert b.frame.raw == b'{"u":"https://me:[redacted:url-userinfo:1]@example.com/"}'
+
+
+def test_patch_and_asciicast_exports_are_redacted_too(tmp_path: Path) -> None:
+    demo = str(Path(__file__).parents[2] / "recordings" / "demo-v1.jsonl")
+    r = cli("export", demo, "--format", "patch", "--redact", "files")
+    assert r.returncode == 0, r.stderr.decode()
+    patch = r.stdout.decode()
+    assert "-[redacted:files:1]\n" in patch and "+[redacted:files:2]\n" in patch
+    assert '"debug"' not in patch and "files: 4 replacement(s)" in r.stderr.decode()
+    plain = cli("export", demo, "--format", "patch").stdout.decode()
+    assert '"debug": true' in plain  # without --redact: the file as written
