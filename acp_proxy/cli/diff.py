@@ -7,6 +7,7 @@ of appearance, tool calls and terminals are paired by order.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -78,9 +79,11 @@ def diff(
     mapper = Mapper(zip(ca, cb, strict=False))
     for x, y in zip(sa, sb, strict=False):
         mapper.add_session(x, y)
+    # B in A's terms before summarising, so every lookup by session sees A's ids
+    mb = [dataclasses.replace(m, value=mapper.to_recorded(m.value)) for m in mb]
     patterns = parse_ignore(ignore)
     ra = summarise_run(ma, ignore=patterns, detail=True)
-    rb = summarise_run(mb, ignore=patterns, mapper=mapper, detail=True)
+    rb = summarise_run(mb, ignore=patterns, detail=True)
     found = compare(ra, rb)
     times = timing_changes(ra, rb) if timing else []
     if as_json:

@@ -422,7 +422,8 @@ def _details(
         params: dict[str, Any] = p if isinstance(p, dict) else {}
         if m.direction is not A2C and m.kind == Kind.REQUEST and m.method == "session/prompt":
             turn = next(prompts, run.setup)
-            current[str(params.get("sessionId"))] = turn
+            # keyed as looked up below: by the message's own (unmapped) session id
+            current[session_of(m, by_seq) or str(params.get("sessionId"))] = turn
             started[id(turn)] = m.t_ns
             assert turn.detail is not None
             turn.detail.prompt = _text_of(params.get("prompt"))

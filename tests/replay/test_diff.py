@@ -130,3 +130,65 @@ def test_bad_sides_are_one_line_errors(runs: Path, tmp_path: Path) -> None:
 def test_word_diff() -> None:
     assert word_diff("a b c", "a x c") == "a [-b-]{+x+} c"
     assert word_diff("", "new") == "{+new+}"
+
+
+def _frames(*messages: tuple[str, dict[str, object]]) -> list[object]:
+    from acp_proxy.protocol.frames import Direction, Frame
+
+    return [
+        Frame(i, Direction(d), i * 1_000_000, json.dumps({"jsonrpc": "2.0", **m}).encode())
+        for i, (d, m) in enumerate(messages)
+    ]
+
+
+def _session(version: int, outcome: str, sid: str) -> list[object]:
+    ask = {"sessionId": sid, "toolCall": {"title": "Run"}, "options": [{"kind": "allow_once"}]}
+    return _frames(
+        ("c2a", {"id": 0, "method": "initialize", "params": {"protocolVersion": version}}),
+        ("a2c", {"id": 0, "result": {"protocolVersion": version}}),
+        ("c2a", {"id": 1, "method": "session/prompt", "params": {"sessionId": sid, "prompt": []}}),
+        ("a2c", {"id": 5, "method": "session/request_permission", "params": ask}),
+        ("c2a", {"id": 5, "result": {"outcome": {"outcome": outcome, "optionId": "a"}}}),
+        ("a2c", {"id": 1, "result": {"stopReason": "end_turn"}}),
+    )
+
+
+def test_permissions_and_initialize_are_compared() -> None:
+    from acp_proxy.replay.compare import compare, summarise_run
+    from acp_proxy.replay.match import Mapper, parse_messages
+
+    a = summarise_run(parse_messages(_session(1, "selected", "s1")), detail=True)  # type: ignore[arg-type]
+    mapper = Mapper()
+    mapper.add_session("s1", "s1")
+    same = summarise_run(parse_messages(_session(1, "selected", "s1")), mapper=mapper, detail=True)  # type: ignore[arg-type]
+    assert compare(a, same) == []
+    b = summarise_run(parse_messages(_session(2, "cancelled", "s1")), mapper=mapper, detail=True)  # type: ignore[arg-type]
+    found = {(d.where, d.what): (d.recorded, d.replayed) for d in compare(a, b)}
+    assert found[("turn 1 (session 1)", "permission request 1 outcome")] == (
+        "selected a",
+        "cancelled a",
+    )
+    assert found[("setup", "initialize (agent)")][1]["protocolVersion"] == 2
+    assert ("setup", "initialize (client)") in found
+    # without detail (replay client), the same runs compare as before: no text facets
+    plain = compare(
+        summarise_run(parse_messages(_session(1, "selected", "s1"))),  # type: ignore[arg-type]
+        summarise_run(parse_messages(_session(2, "cancelled", "s1"))),
+    )  # type: ignore[arg-type]
+    assert plain == []
+
+
+def test_other_session_ids_and_workspaces_are_not_differences(runs: Path, tmp_path: Path) -> None:
+    export = tmp_path / "b.jsonl"
+    assert cli("export", "--db", str(runs), "2", "-o", str(export)).returncode == 0
+    lines = []
+    for line in export.read_text().splitlines():
+        obj = json.loads(line)
+        obj["text"] = obj["text"].replace("sess_demo_1", "sess-from-elsewhere-42")
+        lines.append(json.dumps(obj))
+    export.write_text("\n".join(lines) + "\n")
+    r = cli("diff", "--db", str(runs), "1", str(export))
+    assert r.returncode == 0, r.stdout
+    r = cli("diff", "--db", str(runs), str(export), _capture("title"))
+    assert r.returncode == 1 and "turn 1 (session 1) · tool call 3 title" in r.stdout
+    assert "setup" not in r.stdout, r.stdout
