@@ -24,6 +24,7 @@ How it stays faithful (docs/sharing.md):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import tomllib
@@ -54,10 +55,13 @@ class Shape:
     name: str
     regex: re.Pattern[str]
     group: int = 0
+    anchors: tuple[str, ...] = ()  # lower-case text every match contains (none: always try)
 
 
-def _shape(name: str, pattern: str, group: int = 0, flags: int = 0) -> Shape:
-    return Shape(name, re.compile(pattern, re.ASCII | flags), group)
+def _shape(
+    name: str, pattern: str, anchors: tuple[str, ...], group: int = 0, flags: int = 0
+) -> Shape:
+    return Shape(name, re.compile(pattern, re.ASCII | flags), group, anchors)
 
 
 _B64URL = r"[A-Za-z0-9_-]"
@@ -66,42 +70,73 @@ SHAPES: tuple[Shape, ...] = (
         "private-key",
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?-----END (?:[A-Z0-9]+ )*"
         r"PRIVATE KEY(?: BLOCK)?-----",
+        ("private key",),
         flags=re.DOTALL,
     ),
-    _shape("jwt", rf"\beyJ{_B64URL}{{4,}}\.eyJ{_B64URL}{{4,}}\.{_B64URL}{{8,}}"),
-    _shape("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
-    _shape("openai-key", r"\bsk-(?:proj-|svcacct-|admin-|or-v1-)?[A-Za-z0-9_-]{20,}"),
-    _shape("google-key", r"\bAIza[0-9A-Za-z_-]{35}"),
-    _shape("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}"),
-    _shape("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}"),
-    _shape("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
-    _shape("gitlab-token", r"\bglpat-[A-Za-z0-9_-]{20,}"),
-    _shape("slack-token", r"\bxox[abposre]-[A-Za-z0-9-]{10,}"),
-    _shape("slack-webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"),
-    _shape("aws-access-key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b"),
+    _shape("jwt", rf"\beyJ{_B64URL}{{4,}}\.eyJ{_B64URL}{{4,}}\.{_B64URL}{{8,}}", ("eyj",)),
+    _shape("anthropic-key", r"\bsk-ant-[A-Za-z0-9_-]{20,}", ("sk-ant-",)),
+    _shape("openai-key", r"\bsk-(?:proj-|svcacct-|admin-|or-v1-)?[A-Za-z0-9_-]{20,}", ("sk-",)),
+    _shape("google-key", r"\bAIza[0-9A-Za-z_-]{35}", ("aiza",)),
+    _shape("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}", ("hf_",)),
+    _shape("stripe-key", r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}", ("_live_", "_test_")),
+    _shape(
+        "github-token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    ),
+    _shape("gitlab-token", r"\bglpat-[A-Za-z0-9_-]{20,}", ("glpat-",)),
+    _shape("slack-token", r"\bxox[abposre]-[A-Za-z0-9-]{10,}", ("xox",)),
+    _shape(
+        "slack-webhook",
+        r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}",
+        ("hooks.slack.com",),
+    ),
+    _shape(
+        "aws-access-key",
+        r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b",
+        ("akia", "asia", "agpa", "aida", "aroa"),
+    ),
     _shape(
         "aws-secret-key",
         r"(?i:aws_secret_access_key|aws_secret_key|secretaccesskey)[\"']?\s*[:=]\s*[\"']?"
         r"([A-Za-z0-9/+=]{40})",
+        ("aws_secret", "secretaccesskey"),
         group=1,
     ),
     _shape(
         "bearer",
         r"(?i:\b(?:bearer|basic|token)\s+)([A-Za-z0-9._~+/=-]{16,})",
+        ("bearer", "basic", "token"),
         group=1,
     ),
-    _shape("url-userinfo", r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@\"]+:([^\s/@\"]+)@", group=1),
+    _shape(
+        "url-userinfo",
+        r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@\"]+:([^\s/@\"]+)@",
+        ("://",),
+        group=1,
+    ),
     _shape(
         "url-secret-param",
         r"[?&](?i:access_token|refresh_token|id_token|token|api_key|apikey|key|secret|"
         r"client_secret|password|passwd|sig|signature|x-amz-signature|x-amz-credential|"
         r"x-amz-security-token|code|auth)=([^&#\s\"]+)",
+        ("=",),
         group=1,
     ),
 )
 _HOME = (
-    _shape("home", r"(?:^|(?<=[\s\"'=:(\[]))(?:/home|/Users)/([A-Za-z0-9._-]+)", group=1),
-    _shape("home", r"\b[A-Za-z]:\\(?:Users|Documents and Settings)\\([^\\/\s\"]+)", group=1),
+    _shape(
+        "home",
+        r"(?:^|(?<=[\s\"'=:(\[]))(?:/home|/Users)/([A-Za-z0-9._-]+)",
+        ("/home/", "/users/"),
+        group=1,
+    ),
+    _shape(
+        "home",
+        r"\b[A-Za-z]:\\(?:Users|Documents and Settings)\\([^\\/\s\"]+)",
+        (":\\",),
+        group=1,
+    ),
 )
 
 _SECRET_WORDS = frozenset(
@@ -128,6 +163,7 @@ _SECRET_WORDS = frozenset(
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 
 
+@functools.lru_cache(maxsize=4096)
 def secret_name(name: str) -> bool:
     """Does a member (or header, or variable) name look like it holds a secret?"""
     words = {w.lower() for w in _WORD.findall(name)}
@@ -406,14 +442,27 @@ class Redactor:
 
     # -- matching text ---------------------------------------------------------------------
 
-    def _find(self, text: str) -> list[tuple[int, int, str, str]]:
-        """Non-overlapping (start, end, secret, rule) in ``text``: shapes and known secrets."""
+    def _shape_hits(self, text: str) -> list[tuple[int, int, str, str]]:
+        """(start, end, secret, rule) of every credential shape in ``text``; a shape is
+        tried only when the text holds one of its anchors (a few ``in`` tests rule most
+        strings out at once)."""
         found: list[tuple[int, int, str, str]] = []
+        lower = text.lower()
         for shape in self.shapes:
+            if shape.anchors and not any(a in lower for a in shape.anchors):
+                continue
             for m in shape.regex.finditer(text):
                 s, e = m.span(shape.group)
                 if e > s and not text[s:e].startswith("[redacted:"):
                     found.append((s, e, text[s:e], shape.name))
+        return found
+
+    def _find(
+        self, text: str, hits: list[tuple[int, int, str, str]] | None = None
+    ) -> list[tuple[int, int, str, str]]:
+        """Non-overlapping (start, end, secret, rule) in ``text``: shapes (``hits`` when
+        already known) and known secrets."""
+        found = list(self._shape_hits(text) if hits is None else hits)
         if self._literals is not None:
             for m in self._literals.finditer(text):
                 secret = m.group()
@@ -445,10 +494,12 @@ class Redactor:
         # pass 1: whole values chosen by where they are (member names, methods, classes),
         # and the secrets of every shape, named in order of appearance
         whole: list[dict[int, str]] = []
-        for f, leaves, msgs in zip(frames, scans, messages, strict=True):
+        hits: dict[tuple[int, int], list[tuple[int, int, str, str]]] = {}
+        for k, (f, leaves, msgs) in enumerate(zip(frames, scans, messages, strict=True)):
             chosen: dict[int, str] = {}
             if leaves is None:
-                for _s, _e, secret, shape in self._find(f.raw.decode("latin-1")):
+                hits[k, -1] = self._shape_hits(f.raw.decode("latin-1"))
+                for _s, _e, secret, shape in hits[k, -1]:
                     self.placeholder(secret, shape)
             for i, leaf in enumerate(leaves or ()):
                 if not leaf.string:
@@ -456,7 +507,8 @@ class Redactor:
                 rule = self._whole_rule(leaf.path, msgs, leaves or [], f.raw)
                 text, _ = _decode(f.raw[leaf.start : leaf.end])
                 if rule is None:
-                    for _s, _e, secret, found in self._find(text):
+                    hits[k, i] = self._shape_hits(text)
+                    for _s, _e, secret, found in hits[k, i]:
                         self.placeholder(secret, found)
                 elif text and not text.startswith("[redacted:"):
                     chosen[i] = rule
@@ -480,7 +532,7 @@ class Redactor:
             if leaves is None:
                 opaque += 1
                 text = f.raw.decode("latin-1")
-                for s, e, secret, rule in self._find(text):
+                for s, e, secret, rule in self._find(text, hits.get((k, -1))):
                     mine.append((s, e, self.placeholder(secret, rule).encode(), rule))
             else:
                 for i, leaf in enumerate(leaves):
@@ -493,7 +545,7 @@ class Redactor:
                         if name is not None:
                             mine.append((leaf.start, leaf.end, name.encode(), self._rule_of(name)))
                         continue
-                    for s, e, secret, rule in self._find(text):
+                    for s, e, secret, rule in self._find(text, hits.get((k, i))):
                         a, b = _raw_span(offsets, s, e)
                         mine.append(
                             (
