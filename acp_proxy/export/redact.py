@@ -244,6 +244,7 @@ class _Leaf:
     start: int  # the string's content in the frame (quotes excluded)
     end: int
     string: bool
+    key: bool = False  # a member name (matched for shapes and known secrets only)
 
 
 def _scan(raw: bytes) -> list[_Leaf] | None:
@@ -302,6 +303,9 @@ def _scan(raw: bytes) -> list[_Leaf] | None:
             if not string:
                 return None
             top[1] = _key_text(tok[1:-1])
+            if len(tok) > 8:  # a name long enough to hold a secret
+                at = (*path, str(top[1]))
+                leaves.append(_Leaf(at, m.start() + 1, pos - 1, True, key=True))
             continue
         if top is None:
             top_values += 1
@@ -504,7 +508,7 @@ class Redactor:
             for i, leaf in enumerate(leaves or ()):
                 if not leaf.string:
                     continue
-                rule = self._whole_rule(leaf.path, msgs, leaves or [], f.raw)
+                rule = None if leaf.key else self._whole_rule(leaf.path, msgs, leaves or [], f.raw)
                 text, _ = _decode(f.raw[leaf.start : leaf.end])
                 if rule is None:
                     hits[k, i] = self._shape_hits(text)
@@ -596,6 +600,8 @@ class Redactor:
         for f, leaves in zip(frames, scans, strict=True):
             msgs: dict[Path, _Message] = {}
             for leaf in leaves or ():
+                if leaf.key:
+                    continue
                 root, rel = _split(leaf.path)
                 m = msgs.setdefault(root, _Message())
                 value = f.raw[leaf.start : leaf.end]
@@ -672,7 +678,7 @@ class Redactor:
         streams: dict[tuple[object, ...], list[tuple[int, int, str, list[int] | None]]] = {}
         for k, (f, leaves, msgs) in enumerate(zip(frames, scans, messages, strict=True)):
             for i, leaf in enumerate(leaves or ()):
-                if not leaf.string or i in whole[k]:
+                if not leaf.string or leaf.key or i in whole[k]:
                     continue
                 root, rel = _split(leaf.path)
                 m = msgs.get(root)
@@ -719,7 +725,7 @@ def _sibling_secret_name(path: Path, leaves: list[_Leaf], raw: bytes) -> bool:
     """``{"name": "GITHUB_TOKEN", "value": …}``: a header-like pair with a secret name."""
     want = (*path[:-1], "name")
     for leaf in leaves:
-        if leaf.path == want:
+        if leaf.path == want and not leaf.key:
             return leaf.string and secret_name(_key_text(raw[leaf.start : leaf.end]))
     return False
 

@@ -362,3 +362,10 @@ def test_patch_and_asciicast_exports_are_redacted_too(tmp_path: Path) -> None:
     assert '"debug"' not in patch and "files: 4 replacement(s)" in r.stderr.decode()
     plain = cli("export", demo, "--format", "patch").stdout.decode()
     assert '"debug": true' in plain  # without --redact: the file as written
+
+
+def test_a_secret_used_as_a_member_name_is_replaced_too() -> None:
+    token = FAKES["github-token"]
+    raw = b'{"jsonrpc":"2.0","method":"x","params":{"_meta":{"' + token.encode() + b'":true}}}'
+    (out,) = Redactor().redact([Frame(0, A2C, 0, raw)])
+    assert orjson.loads(out.frame.raw)["params"]["_meta"] == {"[redacted:github-token:1]": True}
