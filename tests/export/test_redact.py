@@ -369,3 +369,9 @@ def test_a_secret_used_as_a_member_name_is_replaced_too() -> None:
     raw = b'{"jsonrpc":"2.0","method":"x","params":{"_meta":{"' + token.encode() + b'":true}}}'
     (out,) = Redactor().redact([Frame(0, A2C, 0, raw)])
     assert orjson.loads(out.frame.raw)["params"]["_meta"] == {"[redacted:github-token:1]": True}
+
+
+def test_a_key_of_one_provider_inside_another_prefix_is_still_found() -> None:
+    short = "sk-ant-" + "q" * 17  # too short for the Anthropic shape, an OpenAI one still
+    (out,) = Redactor().redact([Frame(0, A2C, 0, f'{{"t":"{short}"}}'.encode())])
+    assert out.frame.raw == b'{"t":"[redacted:openai-key:1]"}'
