@@ -33,8 +33,10 @@ COMMANDS = {
     "diff": "acp_proxy.cli.diff:diff",
     "import-spill": "acp_proxy.cli.spill:import_spill",
     "ws": "acp_proxy.cli.ws:ws",
+    "http": "acp_proxy.cli.http:http",
     "replay": "acp_proxy.cli.replay:replay",
     "demo": "acp_proxy.cli.demo:demo",
+    "otel": "acp_proxy.cli.otel:otel",
 }
 
 

@@ -1,10 +1,11 @@
-"""``acp-proxy export`` and ``acp-proxy share``: a capture as jsonl, asciicast, patch, html
-or har, redacted on the way out when asked (``share`` always redacts)."""
+"""``acp-proxy export`` and ``acp-proxy share``: a capture as jsonl, asciicast, patch, html,
+har or otlp, redacted on the way out when asked (``share`` always redacts)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -15,7 +16,7 @@ from acp_proxy.store.private import open_private
 
 __all__ = ["export", "share"]
 
-_FORMATS = ["jsonl", "asciicast", "patch", "html", "har"]
+_FORMATS = ["jsonl", "asciicast", "patch", "html", "har", "otlp"]
 
 
 def _classes(values: tuple[str, ...]) -> list[str] | None:
@@ -71,14 +72,20 @@ def write_export(
     terminal: str | None,
     output: Path | None,
     redactor: Redactor | None,
+    otel_content: bool = False,
 ) -> None:
-    """Export one capture of the database in ``fmt``, through ``redactor`` when given."""
+    """Export one capture in ``fmt``, through ``redactor`` when given."""
     import io
 
     from acp_proxy.export.jsonl import write_jsonl
 
     if terminal is not None and fmt != "asciicast":
         raise UsageError("--terminal goes with --format asciicast")
+    if otel_content and fmt != "otlp":
+        raise UsageError("--otel-content goes with --format otlp")
+    if fmt == "otlp":
+        _otlp(db, capture, otel_content, output, redactor)
+        return
     if fmt in ("asciicast", "patch"):  # from the frames alone: a jsonl export works too
         from acp_proxy.cli.views import export_text, load_frames
 
@@ -122,6 +129,45 @@ def write_export(
         _write(render_har(c, stored, store.events(c["id"]), redactor), output, "har")
 
 
+def _otlp(
+    db: Path | None,
+    capture: str | None,
+    content: bool,
+    output: Path | None,
+    redactor: Redactor | None,
+) -> None:
+    import orjson
+
+    from acp_proxy import __version__
+    from acp_proxy.cli.otel import traced_captures
+    from acp_proxy.otel.otlpjson import encode
+    from acp_proxy.text.safe import json_visible_bytes
+
+    if redactor is None:
+        refs = [capture] if capture is not None else []
+        ((_, (spans, res)),) = traced_captures(db, refs, all_=False, content=content)
+    else:  # the same traces, made from the redacted frames and capture row
+        from acp_proxy.cli.views import _is_export, load_frames
+        from acp_proxy.export.sharing import redact_capture, summary_lines
+        from acp_proxy.otel.source import trace_capture
+
+        frames = list(load_frames(db, capture))
+        done = redactor.redact(frames)
+        if _is_export(capture):
+            from acp_proxy.cli.otel import _file_info
+
+            assert capture is not None
+            info: Any = _file_info(capture)
+        else:
+            info = redact_capture(redactor, open_store(db).capture(capture))
+        spans, res = trace_capture(info, [r.frame for r in done], content=content)
+        changed = sum(1 for r in done if r.sha256 is not None)
+        for line in summary_lines(redactor, changed, len(done)):
+            echo(f"acp-proxy: {line}", err=True)
+    data = json_visible_bytes(orjson.dumps(encode(spans, res, version=__version__))) + b"\n"
+    _write(data, output, f"{len(spans)} spans")
+
+
 _redact_rules_option = click.option(
     "--redact-rules",
     "rules_file",
@@ -142,9 +188,15 @@ _redact_rules_option = click.option(
     help="jsonl: every frame, exact bytes; asciicast: one terminal (v2 asciicast, recorded "
     "timing); patch: the file changes as one patch for git apply; html: a page to open in "
     "a browser (turns, tool calls, terminals, diffs, every frame); har: HTTP Archive with "
-    "the messages as browsers' developer tools write WebSocket traffic.",
+    "the messages as browsers' developer tools write WebSocket traffic; otlp: the sessions "
+    "as OpenTelemetry traces, OTLP/JSON (docs/otel.md).",
 )
 @click.option("--terminal", metavar="ID", help="The terminal to export as asciicast.")
+@click.option(
+    "--otel-content",
+    is_flag=True,
+    help="With --format otlp: include prompts, answers, tool inputs and outputs.",
+)
 @click.option(
     "-o",
     "--output",
@@ -168,6 +220,7 @@ def export(
     capture: str | None,
     fmt: str,
     terminal: str | None,
+    otel_content: bool,
     output: Path | None,
     redact: tuple[str, ...],
     rules_file: Path | None,
@@ -180,9 +233,11 @@ def export(
         acp-proxy export 3 --format asciicast --terminal term_1 -o t.cast && asciinema play t.cast
         acp-proxy export 3 --format patch | git apply
         acp-proxy export 3 --format html -o capture.html
+        acp-proxy export 3 --format otlp -o capture.otlp.json
         acp-proxy export 3 --redact files,paths -o shareable.jsonl
     """
-    write_export(db, capture, fmt, terminal, output, _redactor(_classes(redact), rules_file))
+    redactor = _redactor(_classes(redact), rules_file)
+    write_export(db, capture, fmt, terminal, output, redactor, otel_content)
 
 
 @click.command(context_settings=CONTEXT)

@@ -28,8 +28,9 @@ from acp_proxy.export.jsonl import ExportLine, read_lines
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.core import Core
 from acp_proxy.record.rows import FrameRow
-from acp_proxy.record.sqlite import Database, now_iso
+from acp_proxy.record.sqlite import Database
 from acp_proxy.record.wire import Flag, Record, Stream, Type
+from acp_proxy.store.db import now_iso
 
 __all__ = ["Imported", "import_file", "read_export"]
 

@@ -1,9 +1,9 @@
-"""Frames to JSON-RPC messages with their partners (layer 1: pure, no I/O).
+"""Frames to JSON-RPC messages with their partners (pure, no I/O).
 
 What belongs here: decoding a frame's bytes (each entry of a batch on its own,
-PROTOCOL.md §2.2), telling requests, notifications, responses and errors apart, and pairing
+docs/protocol.md §2.2), telling requests, notifications, responses and errors apart, and pairing
 each response with the request that travelled the *other* way under the same id token
-(PROTOCOL.md §1 and §12.2: id spaces are per direction, ``1`` is not ``"1"``). Nothing here
+(docs/protocol.md §1 and §12.2: id spaces are per direction, ``1`` is not ``"1"``). Nothing here
 knows what a tool call or a terminal is; the folds in this package do.
 """
 
@@ -50,7 +50,7 @@ class Message:
 
     @property
     def session_id(self) -> str | None:
-        """The ACP session: from params, else from the paired request (PROTOCOL.md §12.6)."""
+        """The ACP session: from params, else from the paired request (docs/protocol.md §12.6)."""
         sid = self.params.get("sessionId")
         if isinstance(sid, str):
             return sid

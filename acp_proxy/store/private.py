@@ -1,4 +1,4 @@
-"""Files that hold recordings are private to their user (layer 2).
+"""Files that hold recordings are private to their user.
 
 What belongs here: the one rule for the files acp-proxy reads recordings from or writes them
 to. Recordings and their exports hold whatever crossed the wire — API keys, file contents,

@@ -54,7 +54,7 @@ CREATE TABLE messages (
     UNIQUE (capture_id, seq)
 );
 
--- Entries of JSON-RPC batch frames (v2, PROTOCOL.md §2.2); the frame itself is in messages.
+-- Entries of JSON-RPC batch frames (v2, docs/protocol.md §2.2); the frame itself is in messages.
 CREATE TABLE batch_items (
     capture_id      INTEGER NOT NULL,
     seq             INTEGER NOT NULL,
