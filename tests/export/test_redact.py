@@ -375,3 +375,15 @@ def test_a_key_of_one_provider_inside_another_prefix_is_still_found() -> None:
     short = "sk-ant-" + "q" * 17  # too short for the Anthropic shape, an OpenAI one still
     (out,) = Redactor().redact([Frame(0, A2C, 0, f'{{"t":"{short}"}}'.encode())])
     assert out.frame.raw == b'{"t":"[redacted:openai-key:1]"}'
+
+
+def test_otlp_traces_are_made_from_the_redacted_frames(leaky_db: Path) -> None:
+    plain = cli("export", "--db", str(leaky_db), "--format", "otlp", "--otel-content")
+    assert plain.returncode == 0, plain.stderr.decode()
+    assert secret_agent.GITHUB.encode() in plain.stdout  # the traces carry tool inputs
+    r = cli("export", "--db", str(leaky_db), "--format", "otlp", "--otel-content", "--redact")
+    assert r.returncode == 0, r.stderr.decode()
+    json.loads(r.stdout)
+    for name, secret in secret_agent.SECRETS.items():
+        assert secret.encode() not in r.stdout, name
+    assert b"[redacted:" in r.stdout and b"redacted 5 of" in r.stderr
