@@ -40,6 +40,7 @@ LAYERS = {
     "relay": 3,
     "replay": 3,
     "demo": 4,
+    "ui": 4,
     "cli": 4,
     "__main__": 5,
 }

@@ -37,6 +37,8 @@ COMMANDS = {
     "replay": "acp_proxy.cli.replay:replay",
     "demo": "acp_proxy.cli.demo:demo",
     "otel": "acp_proxy.cli.otel:otel",
+    "ui": "acp_proxy.cli.ui:ui",
+    "search": "acp_proxy.cli.ui:search",
 }
 
 

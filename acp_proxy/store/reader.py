@@ -95,13 +95,15 @@ def _stored(row: tuple[Any, ...]) -> StoredFrame:
 class Store:
     """Read access to a recordings database. Safe while recorders write to it (WAL)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
+        """``readonly``: a read-only connection, schema left as it is (a server's views)."""
         self.path = Path(path)
         if not self.path.exists():
             raise StoreError(f"no recordings database at {self.path} (record something first)")
-        self.conn = connect(self.path, create=False)
-        with contextlib.suppress(sqlite3.OperationalError):  # read-only: read what is there
-            migrate(self.conn)
+        self.conn = connect(self.path, create=False, readonly=readonly)
+        if not readonly:
+            with contextlib.suppress(sqlite3.OperationalError):  # read-only: read what is there
+                migrate(self.conn)
         import sqlite_utils  # only the read side needs it
 
         self.db = sqlite_utils.Database(self.conn)
