@@ -30,6 +30,7 @@ LAYERS = {
     "otel.model": 1,
     "otel.mapping": 1,
     "otel.otlpjson": 1,
+    "export.redact": 1,
     "store": 2,
     "transports": 2,
     "record": 2,
@@ -62,6 +63,7 @@ PURE = (
     "otel.model",
     "otel.mapping",
     "otel.otlpjson",
+    "export.redact",
 )
 IO_MODULES = {
     "asyncio",

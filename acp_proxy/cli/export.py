@@ -1,4 +1,5 @@
-"""``acp-proxy export``: a capture as jsonl, asciicast, patch or html."""
+"""``acp-proxy export`` and ``acp-proxy share``: a capture as jsonl, asciicast, patch, html,
+har or otlp, redacted on the way out when asked (``share`` always redacts)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,169 @@ import click
 
 from acp_proxy.cli.common import CONTEXT, Progress, db_option, echo, handle_errors, open_store
 from acp_proxy.errors import UsageError
+from acp_proxy.export.redact import CLASSES, Redactor, parse_rules
 from acp_proxy.store.private import open_private
 
-__all__ = ["export"]
+__all__ = ["export", "share"]
+
+_FORMATS = ["jsonl", "asciicast", "patch", "html", "har", "otlp"]
+
+
+def _classes(values: tuple[str, ...]) -> list[str] | None:
+    """``--redact`` (credentials), ``--redact files,text`` (and those classes); None: off."""
+    if not values:
+        return None
+    out: list[str] = []
+    for value in values:
+        for part in value.split(","):
+            part = part.strip()
+            if part in ("", "secrets"):
+                continue
+            if part == "all":
+                out.extend(CLASSES)
+            elif part not in CLASSES:
+                choices = ", ".join(("secrets", *CLASSES, "all"))
+                raise UsageError(
+                    f"no redaction class {part!r} (choose from {choices}; a capture goes "
+                    "before --redact)"
+                )
+            else:
+                out.append(part)
+    return out
+
+
+def _redactor(classes: list[str] | None, rules_file: Path | None) -> Redactor | None:
+    if classes is None and rules_file is None:
+        return None
+    rules = None
+    if rules_file is not None:
+        try:
+            text = rules_file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"cannot read {rules_file}: {e}") from e
+        rules = parse_rules(text, str(rules_file))
+    return Redactor(classes or (), rules)
+
+
+def _write(data: bytes, output: Path | None, what: str) -> None:
+    if output is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    with open_private(output) as out:
+        out.write(data)
+    echo(f"wrote {what} to {output}", err=True)
+
+
+def write_export(
+    db: Path | None,
+    capture: str | None,
+    fmt: str,
+    terminal: str | None,
+    output: Path | None,
+    redactor: Redactor | None,
+    otel_content: bool = False,
+) -> None:
+    """Export one capture in ``fmt``, through ``redactor`` when given."""
+    import io
+
+    from acp_proxy.export.jsonl import write_jsonl
+
+    if terminal is not None and fmt != "asciicast":
+        raise UsageError("--terminal goes with --format asciicast")
+    if otel_content and fmt != "otlp":
+        raise UsageError("--otel-content goes with --format otlp")
+    if fmt == "otlp":
+        _otlp(db, capture, otel_content, output, redactor)
+        return
+    if fmt in ("asciicast", "patch"):  # from the frames alone: a jsonl export works too
+        from acp_proxy.cli.views import export_text, load_frames
+
+        frames = list(load_frames(db, capture))
+        if redactor is not None:
+            from acp_proxy.export.sharing import summary_lines
+
+            done = redactor.redact(frames)
+            frames = [r.frame for r in done]
+            changed = sum(1 for r in done if r.sha256 is not None)
+            for line in summary_lines(redactor, changed, len(frames)):
+                echo(f"acp-proxy: {line}", err=True)
+        text, warnings = export_text(db, capture, fmt, terminal, frames)
+        for note in warnings:
+            echo(f"acp-proxy: {note}", err=True)
+        _write(text.encode("utf-8"), output, fmt)
+        return
+    store = open_store(db)
+    c = store.capture(capture)
+    stored = list(store.frames(c["id"]))
+    notes: dict[int, dict[str, object]] = {}
+    if redactor is not None:
+        from acp_proxy.export.sharing import redact_capture, redact_stored, summary_lines
+
+        shared = redact_stored(redactor, stored)
+        stored, notes = shared.frames, shared.notes
+        c = redact_capture(redactor, c)
+        for line in summary_lines(redactor, len(notes), len(stored)):
+            echo(f"acp-proxy: {line}", err=True)
+    if fmt == "jsonl":
+        buf = io.BytesIO()
+        n = write_jsonl(stored, c["uid"], buf, notes)
+        _write(buf.getvalue(), output, f"{n} frames")
+    elif fmt == "html":
+        from acp_proxy.export.html import render_html
+
+        _write(render_html(c, stored).encode("utf-8"), output, "html")
+    else:
+        from acp_proxy.export.har import render_har
+
+        _write(render_har(c, stored, store.events(c["id"]), redactor), output, "har")
+
+
+def _otlp(
+    db: Path | None,
+    capture: str | None,
+    content: bool,
+    output: Path | None,
+    redactor: Redactor | None,
+) -> None:
+    import orjson
+
+    from acp_proxy import __version__
+    from acp_proxy.cli.otel import traced_captures
+    from acp_proxy.otel.otlpjson import encode
+    from acp_proxy.text.safe import json_visible_bytes
+
+    if redactor is None:
+        refs = [capture] if capture is not None else []
+        ((_, (spans, res)),) = traced_captures(db, refs, all_=False, content=content)
+    else:  # the same traces, made from the redacted frames and capture row
+        from acp_proxy.cli.views import _is_export, load_frames
+        from acp_proxy.export.sharing import redact_capture, summary_lines
+        from acp_proxy.otel.source import trace_capture
+
+        frames = list(load_frames(db, capture))
+        done = redactor.redact(frames)
+        if _is_export(capture):
+            from acp_proxy.cli.otel import _file_info
+
+            assert capture is not None
+            info: Any = _file_info(capture)
+        else:
+            info = redact_capture(redactor, open_store(db).capture(capture))
+        spans, res = trace_capture(info, [r.frame for r in done], content=content)
+        changed = sum(1 for r in done if r.sha256 is not None)
+        for line in summary_lines(redactor, changed, len(done)):
+            echo(f"acp-proxy: {line}", err=True)
+    data = json_visible_bytes(orjson.dumps(encode(spans, res, version=__version__))) + b"\n"
+    _write(data, output, f"{len(spans)} spans")
+
+
+_redact_rules_option = click.option(
+    "--redact-rules",
+    "rules_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Your own redaction rules (TOML, format in docs/sharing.md); implies --redact.",
+)
 
 
 @click.command(context_settings=CONTEXT)
@@ -25,13 +186,14 @@ __all__ = ["export"]
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["jsonl", "asciicast", "patch", "html", "otlp"]),
+    type=click.Choice(_FORMATS),
     default="jsonl",
     show_default=True,
     help="jsonl: every frame, exact bytes; asciicast: one terminal (v2 asciicast, recorded "
     "timing); patch: the file changes as one patch for git apply; html: a page to open in "
-    "a browser (turns, tool calls, terminals, diffs, every frame); otlp: the sessions as "
-    "OpenTelemetry traces, OTLP/JSON (docs/otel.md).",
+    "a browser (turns, tool calls, terminals, diffs, every frame); har: HTTP Archive with "
+    "the messages as browsers' developer tools write WebSocket traffic; otlp: the sessions "
+    "as OpenTelemetry traces, OTLP/JSON (docs/otel.md).",
 )
 @click.option("--terminal", metavar="ID", help="The terminal to export as asciicast.")
 @click.option(
@@ -61,6 +223,17 @@ __all__ = ["export"]
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write to a file (created mode 0600) instead of stdout.",
 )
+@click.option(
+    "--redact",
+    "redact",
+    multiple=True,
+    is_flag=False,
+    flag_value="secrets",
+    metavar="[CLASSES]",
+    help="Replace secrets with stable placeholders (credentials always; add classes "
+    "files, text, paths or all, comma-separated). A summary goes to stderr.",
+)
+@_redact_rules_option
 @handle_errors
 def export(
     db: Path | None,
@@ -71,6 +244,8 @@ def export(
     from_seq: int,
     max_frames: int,
     output: Path | None,
+    redact: tuple[str, ...],
+    rules_file: Path | None,
 ) -> None:
     """Export a capture (default: the latest) with its exact bytes, a terminal, or a patch.
 
@@ -81,37 +256,35 @@ def export(
         acp-proxy export 3 --format patch | git apply
         acp-proxy export 3 --format html -o capture.html
         acp-proxy export 3 --format otlp -o capture.otlp.json
+        acp-proxy export 3 --redact files,paths -o shareable.jsonl
     """
-    from acp_proxy.export.jsonl import write_jsonl
-
     _private_stdout(output)
-    if otel_content and fmt != "otlp":
-        raise UsageError("--otel-content goes with --format otlp")
     if fmt != "html" and (from_seq != 0 or max_frames != 5000):
         raise UsageError("--from and --max-frames go with --format html")
-    if fmt == "otlp":
+    redactor = _redactor(_classes(redact), rules_file)
+    if redactor is None and fmt == "html":  # streamed from the database, page by page
         if terminal is not None:
             raise UsageError("--terminal goes with --format asciicast")
-        _otlp(db, capture, otel_content, output)
-        return
-    if fmt == "html":
         _html(db, capture, output, from_seq, max_frames)
         return
-    if fmt != "jsonl":
-        from acp_proxy.cli.views import export_text
-
-        text, notes = export_text(db, capture, fmt, terminal)
-        for note in notes:
-            echo(f"acp-proxy: {note}", err=True)
-        if output is not None:
-            with open_private(output) as out:
-                out.write(text.encode("utf-8"))
-            echo(f"wrote {fmt} to {output}", err=True)
-        else:
-            sys.stdout.write(text)
+    if redactor is None and fmt == "jsonl" and not _is_file(capture):  # streamed
+        if terminal is not None:
+            raise UsageError("--terminal goes with --format asciicast")
+        _jsonl(db, capture, output)
         return
-    if terminal is not None:
-        raise UsageError("--terminal goes with --format asciicast")
+    # redaction sees the whole capture first (stable pseudonyms, secrets split across chunks)
+    write_export(db, capture, fmt, terminal, output, redactor, otel_content)
+
+
+def _is_file(capture: str | None) -> bool:
+    from acp_proxy.cli.views import _is_export
+
+    return _is_export(capture)
+
+
+def _jsonl(db: Path | None, capture: str | None, output: Path | None) -> None:
+    from acp_proxy.export.jsonl import write_jsonl
+
     store = open_store(db)
     c = store.capture(capture)
     with Progress(f"exporting capture {c['id']}", c.get("message_count") or 0) as bar:
@@ -169,21 +342,51 @@ def _html(
             write_html(sys.stdout, c, frames, **kwargs)
 
 
-def _otlp(db: Path | None, capture: str | None, content: bool, output: Path | None) -> None:
-    import orjson
+@click.command(context_settings=CONTEXT)
+@db_option
+@click.argument("capture", required=False)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    required=True,
+    help="The file to write (created mode 0600).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "html", "har"]),
+    default="jsonl",
+    show_default=True,
+    help="jsonl (imports with acp-proxy import), html or har.",
+)
+@click.option(
+    "--redact",
+    "redact",
+    multiple=True,
+    metavar="CLASSES",
+    help="Also redact these classes: files, text, paths or all (comma-separated).",
+)
+@_redact_rules_option
+@handle_errors
+def share(
+    db: Path | None,
+    capture: str | None,
+    output: Path,
+    fmt: str,
+    redact: tuple[str, ...],
+    rules_file: Path | None,
+) -> None:
+    """Write a capture (default: the latest) with its secrets redacted, to attach to a bug
+    report; what was redacted, by rule and count, goes to stderr.
 
-    from acp_proxy import __version__
-    from acp_proxy.cli.otel import traced_captures
-    from acp_proxy.otel.otlpjson import encode
-
-    refs = [capture] if capture is not None else []
-    ((_, (spans, res)),) = traced_captures(db, refs, all_=False, content=content)
-    from acp_proxy.text.safe import json_visible_bytes
-
-    data = json_visible_bytes(orjson.dumps(encode(spans, res, version=__version__))) + b"\n"
-    if output is not None:
-        with open_private(output) as out:
-            out.write(data)
-        echo(f"wrote {len(spans)} spans to {output}", err=True)
-    else:
-        sys.stdout.buffer.write(data)
+    \b
+    Example:
+        acp-proxy share -o bug.jsonl
+        acp-proxy share 3 --redact files,paths -o bug.jsonl
+        acp-proxy share 3 --format html -o bug.html
+    """
+    classes = _classes(("secrets", *redact)) or []
+    redactor = _redactor(classes, rules_file)
+    assert redactor is not None
+    write_export(db, capture, fmt, None, output, redactor)

@@ -9,7 +9,7 @@ a ``jsonl`` export such as the samples in ``recordings/``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -199,13 +199,18 @@ def _lines(to_lines: Callable[..., Any], r: Reconstruction, ending: Ending) -> I
 
 
 def export_text(
-    db: Path | None, capture: str | None, fmt: str, terminal: str | None
+    db: Path | None,
+    capture: str | None,
+    fmt: str,
+    terminal: str | None,
+    frames: Iterable[Frame] | None = None,
 ) -> tuple[str, list[str]]:
-    """The text of an ``asciicast`` or ``patch`` export, and warnings for stderr."""
+    """The text of an ``asciicast`` or ``patch`` export, and warnings for stderr; from
+    ``frames`` when given (a redacted capture), else from ``capture``."""
     from acp_proxy.export.asciicast import asciicast
     from acp_proxy.export.patch import session_patch
 
-    r = load_reconstruction(db, capture, None)
+    r = reconstruct(frames) if frames is not None else load_reconstruction(db, capture, None)
     if fmt == "patch":
         result = session_patch(r)
         notes = [f"skipped {path}: {why}" for path, why in result.skipped]

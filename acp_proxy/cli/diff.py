@@ -1,0 +1,108 @@
+"""``acp-proxy diff A B``: compare two sessions turn by turn (captures or jsonl exports).
+
+The comparison is the one ``replay client`` uses (:mod:`acp_proxy.replay.compare`), with
+its detail facets on; session ids and working directories of B are mapped to A's by order
+of appearance, tool calls and terminals are paired by order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import click
+
+from acp_proxy.cli.common import CONTEXT, db_option, dump_json, echo, handle_errors, json_option
+
+__all__ = ["diff"]
+
+
+def _sessions_and_cwds(messages: list[Any]) -> tuple[list[str], list[str]]:
+    sids: list[str] = []
+    cwds: list[str] = []
+    for m in messages:
+        v = m.value
+        if not isinstance(v, dict):
+            continue
+        for part in ("params", "result"):
+            d = v.get(part)
+            if isinstance(d, dict):
+                sid = d.get("sessionId")
+                if isinstance(sid, str) and sid not in sids:
+                    sids.append(sid)
+        p = v.get("params")
+        if m.method in ("session/new", "session/load") and isinstance(p, dict):
+            cwd = p.get("cwd")
+            if isinstance(cwd, str) and m.kind == "request":
+                cwds.append(cwd)
+    return sids, cwds
+
+
+@click.command(context_settings=CONTEXT)
+@db_option
+@json_option
+@click.argument("a")
+@click.argument("b")
+@click.option(
+    "--ignore",
+    "ignore",
+    multiple=True,
+    metavar="PATH",
+    help="Mask a field of every message before comparing (params.update.title, "
+    "params.update.content.text, * for any key or index); repeatable.",
+)
+@click.option("--timing", is_flag=True, help="Also show latencies and time to first output.")
+@handle_errors
+def diff(
+    db: Path | None, as_json: bool, a: str, b: str, ignore: tuple[str, ...], timing: bool
+) -> None:
+    """Compare two sessions turn by turn: prompts, answers (word diff), tool calls, permission
+    requests, terminals, files written, stop reasons, errors and initialize. A and B are
+    capture ids or jsonl exports. Exit status 1 when they differ.
+
+    \b
+    Example:
+        acp-proxy diff 3 4
+        acp-proxy diff before.jsonl 4 --timing
+        acp-proxy diff 3 4 --json --ignore params.update.content.text
+    """
+    from acp_proxy.cli.views import load_frames
+    from acp_proxy.replay.compare import compare, parse_ignore, summarise_run, timing_changes
+    from acp_proxy.replay.match import Mapper, parse_messages
+    from acp_proxy.text.diff import diff_lines, timing_lines
+
+    ma = parse_messages(load_frames(db, a))
+    mb = parse_messages(load_frames(db, b))
+    sa, ca = _sessions_and_cwds(ma)
+    sb, cb = _sessions_and_cwds(mb)
+    mapper = Mapper(zip(ca, cb, strict=False))
+    for x, y in zip(sa, sb, strict=False):
+        mapper.add_session(x, y)
+    # B in A's terms before summarising, so every lookup by session sees A's ids
+    mb = [dataclasses.replace(m, value=mapper.to_recorded(m.value)) for m in mb]
+    patterns = parse_ignore(ignore)
+    ra = summarise_run(ma, ignore=patterns, detail=True)
+    rb = summarise_run(mb, ignore=patterns, detail=True)
+    found = compare(ra, rb)
+    times = timing_changes(ra, rb) if timing else []
+    if as_json:
+        out: dict[str, Any] = {
+            "a": a,
+            "b": b,
+            "same": not found,
+            "differences": [d.to_json() for d in found],
+            "summary": {"a": ra.to_json(), "b": rb.to_json()},
+        }
+        if timing:
+            out["timing"] = times
+        dump_json(out)
+    else:
+        turns = max(len(ra.turns), len(rb.turns))
+        echo(f"compared {turns} turn(s) of {a} (A) and {b} (B)")
+        for line in diff_lines(found, a, b):
+            echo(line)
+        for line in timing_lines(times):
+            echo(line)
+    if found:
+        raise SystemExit(1)

@@ -1,0 +1,77 @@
+"""Redaction applied to what an export writes (layer 3): stored frames, capture metadata.
+
+What belongs here: the glue between :mod:`acp_proxy.export.redact` (which decides and
+replaces) and the export formats (which take :class:`~acp_proxy.store.reader.StoredFrame`
+values and a capture's row): the redacted frames with their derived fields redacted the
+same way, what each changed frame records (``sha256`` of its original bytes, the rules),
+and the summary printed on stderr.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from acp_proxy.export.redact import Redactor
+from acp_proxy.store.reader import StoredFrame
+
+__all__ = ["Shared", "redact_capture", "redact_stored", "summary_lines"]
+
+
+@dataclasses.dataclass(slots=True)
+class Shared:
+    frames: list[StoredFrame]
+    notes: dict[int, dict[str, Any]]  # seq -> {"sha256", "rules"} of each changed frame
+
+
+def redact_stored(redactor: Redactor, stored: Sequence[StoredFrame]) -> Shared:
+    """The frames as they go out; derived text fields get the same placeholders."""
+    done = redactor.redact([sf.frame for sf in stored])
+    frames: list[StoredFrame] = []
+    notes: dict[int, dict[str, Any]] = {}
+    for sf, r in zip(stored, done, strict=True):
+        if r.sha256 is None:
+            frames.append(sf)
+            continue
+        notes[sf.seq] = {"sha256": r.sha256, "rules": list(r.rules)}
+        frames.append(
+            dataclasses.replace(
+                sf,
+                frame=r.frame,
+                size=len(r.frame.raw),
+                method=_text(redactor, sf.method),
+                msg_id=_text(redactor, sf.msg_id),
+                session_id=_text(redactor, sf.session_id),
+                update_kind=_text(redactor, sf.update_kind),
+                tool_call_id=_text(redactor, sf.tool_call_id),
+                terminal_id=_text(redactor, sf.terminal_id),
+            )
+        )
+    return Shared(frames, notes)
+
+
+def _text(redactor: Redactor, value: str | None) -> str | None:
+    return None if value is None else redactor.text(value)
+
+
+def redact_capture(redactor: Redactor, capture: dict[str, Any]) -> dict[str, Any]:
+    """A capture's row with its text columns (command, cwd, URLs, peers…) redacted. Its
+    ``uid`` becomes one derived from the original and the classes redacted, so a shared
+    copy imported next to the original is a capture of its own (and importing it twice
+    still adds it once)."""
+    out = {k: redactor.text(v) if isinstance(v, str) else v for k, v in capture.items()}
+    basis = f"redacted:{capture.get('uid')}:{','.join(sorted(redactor.classes))}"
+    out["uid"] = hashlib.sha256(basis.encode()).hexdigest()[:32]
+    return out
+
+
+def summary_lines(redactor: Redactor, changed: int, total: int) -> list[str]:
+    """What was redacted, by rule and count, for stderr."""
+    lines = [f"redacted {changed} of {total} frame(s)"]
+    for rule, count in sorted(redactor.counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        distinct = redactor.distinct.get(rule, 0)
+        lines.append(f"  {rule}: {count} replacement(s), {distinct} distinct value(s)")
+    lines.extend(f"  note: {n}" for n in redactor.notes)
+    return lines
