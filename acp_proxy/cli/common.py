@@ -70,6 +70,14 @@ def echo(text: str | Styled = "", *, err: bool = False, nl: bool = True) -> None
     click.echo(paint(text, _OUT.colour), nl=nl, file=_OUT.stream, color=_OUT.colour or None)
 
 
+def _progress_after() -> float:
+    """Seconds of work before progress shows: half a second, or ``ACP_PROXY_PROGRESS_AFTER``."""
+    try:
+        return max(0.0, float(os.environ.get("ACP_PROXY_PROGRESS_AFTER", "0.5")))
+    except ValueError:
+        return 0.5
+
+
 class Progress:
     """Progress of long work on stderr, only when stderr is a terminal: a line redrawn at
     most a few times a second, starting once the work has taken half a second, cleared at
@@ -83,7 +91,7 @@ class Progress:
         self.done = 0
         self._clock = time.monotonic
         self._start = self._clock()
-        self._next = self._start + 0.5
+        self._next = self._start + _progress_after()
         self._shown = False
         self.on = sys.stderr.isatty()
 

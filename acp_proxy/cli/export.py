@@ -311,35 +311,26 @@ def _private_stdout(output: Path | None) -> None:
 def _html(
     db: Path | None, capture: str | None, output: Path | None, from_seq: int, max_frames: int
 ) -> None:
-    from acp_proxy.export.html import write_html
-    from acp_proxy.store.liveness import capture_state
-    from acp_proxy.text.timeline import cut_short
+    from acp_proxy.export.html import write_capture_html
 
     if from_seq < 0 or max_frames < 1:
         raise UsageError("--from takes a seq of zero or more, --max-frames at least 1")
     store = open_store(db)
     c = store.capture(capture)
-    ended = capture_state(c) != "recording"
     total = 2 * (c.get("message_count") or 0)
     with Progress(f"writing the page of capture {c['id']}", total) as bar:
-        kwargs: dict[str, Any] = {
-            "stderr": lambda: store.stderr(c["id"]),
-            "events": store.events(c["id"]),
-            "cut_short": cut_short(c) if ended else None,
-            "from_seq": from_seq,
-            "max_frames": max_frames,
-            "progress": bar.advance,
-        }
 
-        def frames() -> Any:
-            return store.frames(c["id"], ended=ended)
+        def write(out: Any) -> int:
+            return write_capture_html(
+                out, store, c, from_seq=from_seq, max_frames=max_frames, progress=bar.advance
+            )
 
         if output is not None:
             with open_private(output) as raw, io.TextIOWrapper(raw, encoding="utf-8") as out:
-                n = write_html(out, c, frames, **kwargs)
+                n = write(out)
             echo(f"wrote {output} ({n} frames laid out)", err=True)
         else:
-            write_html(sys.stdout, c, frames, **kwargs)
+            write(sys.stdout)
 
 
 @click.command(context_settings=CONTEXT)

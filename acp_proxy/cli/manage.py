@@ -1,4 +1,4 @@
-"""``rm`` and ``prune``: delete captures (layer 4: thin; the deleting is
+"""``rm`` and ``prune``: delete captures (thin; the deleting is
 :mod:`acp_proxy.store.prune`).
 
 Safe while recorders write to the same database: short transactions, a busy database

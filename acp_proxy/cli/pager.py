@@ -1,4 +1,4 @@
-"""The pager long text output goes through on a terminal (layer 4).
+"""The pager long text output goes through on a terminal.
 
 What belongs here: choosing and starting the pager (``$ACP_PROXY_PAGER``, else ``$PAGER``,
 else ``less``; ``LESS`` defaults to ``FRX`` as git sets it: quit when the text fits one

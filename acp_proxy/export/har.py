@@ -1,4 +1,4 @@
-"""A capture as an HTTP Archive (HAR 1.2) for browsers' developer tools (layer 3).
+"""A capture as an HTTP Archive (HAR 1.2) for browsers' developer tools.
 
 What belongs here: laying a capture out the way Chromium's developer tools export a
 WebSocket: one entry per connection whose ``request``/``response`` are the handshake

@@ -37,10 +37,17 @@ from acp_proxy.reconstruct.views import (
     tools_json,
     turns_json,
 )
-from acp_proxy.store.reader import StoredFrame
+from acp_proxy.store.reader import Store, StoredFrame
 from acp_proxy.text.timeline import capture_row, summary
 
-__all__ = ["CSP", "DEFAULT_MAX_FRAMES", "RAW_SHOWN", "render_html", "write_html"]
+__all__ = [
+    "CSP",
+    "DEFAULT_MAX_FRAMES",
+    "RAW_SHOWN",
+    "render_html",
+    "write_capture_html",
+    "write_html",
+]
 
 RAW_SHOWN = 16 * 1024
 _RAW_BUDGET = 32 * 1024 * 1024  # bytes of frame text on one page, all frames together
@@ -497,6 +504,35 @@ class _Rows:
         for f in run:
             self.out.write(self.row(f))
         self.out.write("</table></details></td><td></td></tr>\n")
+
+
+def write_capture_html(
+    out: IO[str],
+    store: Store,
+    capture: dict[str, Any],
+    *,
+    from_seq: int = 0,
+    max_frames: int = DEFAULT_MAX_FRAMES,
+    progress: Callable[[int], None] = lambda n: None,
+) -> int:
+    """The page of a capture in the database, read from it as :func:`write_html` needs:
+    what ``export --format html`` writes and the inspector's export button serves."""
+    from acp_proxy.store.liveness import capture_state
+    from acp_proxy.text.timeline import cut_short
+
+    cid = capture["id"]
+    ended = capture_state(capture) != "recording"
+    return write_html(
+        out,
+        capture,
+        lambda: store.frames(cid, ended=ended),
+        stderr=lambda: store.stderr(cid),
+        events=store.events(cid),
+        cut_short=cut_short(capture) if ended else None,
+        from_seq=from_seq,
+        max_frames=max_frames,
+        progress=progress,
+    )
 
 
 def write_html(

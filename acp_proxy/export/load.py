@@ -1,4 +1,4 @@
-"""``acp-proxy import``: jsonl exports back into the database as captures (layer 3).
+"""``acp-proxy import``: jsonl exports back into the database as captures.
 
 What belongs here: turning the lines of an export (ours, redacted or not) into the records
 a recorder reads (:mod:`acp_proxy.record.wire`) and feeding them through the recorder's

@@ -1,4 +1,4 @@
-"""Redaction applied to what an export writes (layer 3): stored frames, capture metadata.
+"""Redaction applied to what an export writes: stored frames, capture metadata.
 
 What belongs here: the glue between :mod:`acp_proxy.export.redact` (which decides and
 replaces) and the export formats (which take :class:`~acp_proxy.store.reader.StoredFrame`

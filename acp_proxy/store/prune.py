@@ -1,4 +1,4 @@
-"""Deleting captures (layer 2): ``acp-proxy rm`` and ``acp-proxy prune``.
+"""Deleting captures: ``acp-proxy rm`` and ``acp-proxy prune``.
 
 What belongs here: removing a capture and everything recorded for it — its frames, batch
 entries, stderr, events, and the rows of any table with a ``capture_id`` column (so a table a

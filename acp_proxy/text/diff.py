@@ -1,4 +1,4 @@
-"""``acp-proxy diff`` as text: the differences between two sessions (layer 3: pure).
+"""``acp-proxy diff`` as text: the differences between two sessions (pure).
 
 What belongs here: laying out the :class:`~acp_proxy.replay.compare.Divergence` list of two
 runs for a person — one line per difference, a word diff under a changed prompt or answer,

@@ -1,4 +1,4 @@
-"""Colour for our own words, never for a peer's (layer 3: pure).
+"""Colour for our own words, never for a peer's (pure).
 
 What belongs here: :class:`Styled`, a line made of parts, each a piece of text and the name
 of a style (or none); :func:`paint`, which makes every part safe with

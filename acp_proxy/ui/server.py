@@ -420,9 +420,13 @@ class _Handler(BaseHTTPRequestHandler):
         if fmt in ("html", "patch", "asciicast"):
             api.check_foldable(store, cid)
         if fmt == "html":
-            from acp_proxy.export.html import render_html
+            import io
 
-            body = render_html(c, store.frames(cid)).encode("utf-8")
+            from acp_proxy.export.html import write_capture_html
+
+            page = io.StringIO()
+            write_capture_html(page, store, c)  # the page export --format html writes
+            body = page.getvalue().encode("utf-8")
             self._download(body, "text/html; charset=utf-8", f"{name}.html", EXPORT_CSP)
         elif fmt == "jsonl":
             from acp_proxy.export.jsonl import write_jsonl

@@ -49,9 +49,11 @@ def test_show_json_streamed_is_one_document(dbs: tuple[Path, Path]) -> None:
     assert doc["capture"]["message_count"] == BIG and doc["stderr"] == []
 
 
-def _stderr_on_pty(args: list[str]) -> bytes:
+def _stderr_on_pty(args: list[str], env: dict[str, str] | None = None) -> bytes:
     master, slave = pty.openpty()
-    proc = subprocess.Popen([*PROXY, *args], stdout=subprocess.DEVNULL, stderr=slave)
+    proc = subprocess.Popen(
+        [*PROXY, *args], stdout=subprocess.DEVNULL, stderr=slave, env={**os.environ, **(env or {})}
+    )
     os.close(slave)
     err = b""
     while True:
@@ -78,7 +80,10 @@ def test_long_exports_and_views_show_progress_on_a_terminal(
     )
     assert b"writing the page of capture 1: " in err and b"%)" in err
     assert err.rstrip().endswith(b"frames laid out)")  # the progress line was cleared
-    err = _stderr_on_pty(["show", "--db", str(big), "--view", "turns"])
+    # reading 60 000 frames for a view can take less than the half second progress waits
+    err = _stderr_on_pty(
+        ["show", "--db", str(big), "--view", "turns"], {"ACP_PROXY_PROGRESS_AFTER": "0"}
+    )
     assert b"reading capture 1: " in err
     quiet = subprocess.run(
         [*PROXY, "export", "--db", str(big), "--format", "jsonl", "-o", str(tmp_path / "j")],
