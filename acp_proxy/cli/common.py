@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +24,7 @@ from acp_proxy.text.safe import json_visible, visible
 
 __all__ = [
     "CONTEXT",
+    "CaptureCommand",
     "DashDashCommand",
     "after_dash_dash",
     "db_option",
@@ -69,7 +71,36 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-class DashDashCommand(click.Command):
+_NEGATIVE = re.compile(r"-[0-9]+")
+
+
+class CaptureCommand(click.Command):
+    """A command with a ``CAPTURE`` argument, which may be ``-1`` (the latest), ``-2``…: such
+    a word is an argument, not an option, unless it is the value of an option before it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        valued = {
+            name
+            for p in self.params
+            if isinstance(p, click.Option) and not p.is_flag and not p.count
+            for name in p.opts
+        }
+        words, refs = [], []
+        for i, word in enumerate(args):
+            if word == "--":
+                words.extend(args[i:])
+                break
+            if _NEGATIVE.fullmatch(word) and (not words or words[-1] not in valued):
+                refs.append(word)
+            else:
+                words.append(word)
+        if refs:
+            words += [] if "--" in words else ["--"]
+            words += refs
+        return super().parse_args(ctx, words)
+
+
+class DashDashCommand(CaptureCommand):
     """A command whose words after the first ``--`` are kept apart, untouched by click
     (:func:`after_dash_dash`), so an agent command's own options are never parsed as ours
     and never mistaken for an argument such as a capture."""

@@ -7,14 +7,15 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, echo, handle_errors, open_store
+from acp_proxy.cli.common import CONTEXT, CaptureCommand, db_option, db_path, echo, handle_errors
 from acp_proxy.errors import UsageError
 from acp_proxy.store.private import open_private
+from acp_proxy.store.refs import resolve
 
 __all__ = ["export"]
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=CaptureCommand, context_settings=CONTEXT)
 @db_option
 @click.argument("capture", required=False)
 @click.option(
@@ -47,14 +48,13 @@ def export(
         acp-proxy export 3 --format patch | git apply
         acp-proxy export 3 --format html -o capture.html
     """
-    from acp_proxy.export.jsonl import write_jsonl
+    from acp_proxy.export.jsonl import write_export
 
     if fmt == "html":
         from acp_proxy.export.html import render_html
 
-        store = open_store(db)
-        c = store.capture(capture)
-        page = render_html(c, store.frames(c["id"]))
+        source = resolve(capture, db_path(db))
+        page = render_html(source.capture, source.frames())
         if output is not None:
             with open_private(output) as out:
                 out.write(page.encode("utf-8"))
@@ -77,12 +77,10 @@ def export(
         return
     if terminal is not None:
         raise UsageError("--terminal goes with --format asciicast")
-    store = open_store(db)
-    c = store.capture(capture)
-    frames = store.frames(c["id"])
+    source = resolve(capture, db_path(db))
     if output is not None:
         with open_private(output) as out:
-            n = write_jsonl(frames, c["uid"], out)
+            n = write_export(source, out)
         echo(f"wrote {n} frames to {output}", err=True)
     else:
-        write_jsonl(frames, c["uid"], sys.stdout.buffer)
+        write_export(source, sys.stdout.buffer)

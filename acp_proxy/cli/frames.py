@@ -11,6 +11,7 @@ import click
 
 from acp_proxy.cli.common import (
     CONTEXT,
+    CaptureCommand,
     db_option,
     db_path,
     dump_json,
@@ -22,6 +23,7 @@ from acp_proxy.cli.common import (
 )
 from acp_proxy.errors import UsageError
 from acp_proxy.store.reader import Store, StoredFrame
+from acp_proxy.store.refs import resolve
 
 __all__ = ["captures", "show", "tail"]
 
@@ -29,7 +31,9 @@ __all__ = ["captures", "show", "tail"]
 @click.command(context_settings=CONTEXT)
 @db_option
 @json_option
-@click.option("-n", "--limit", type=int, default=None, help="Only the latest N captures.")
+@click.option(
+    "-n", "--limit", type=click.IntRange(min=0), default=None, help="Only the latest N captures."
+)
 @handle_errors
 def captures(db: Path | None, as_json: bool, limit: int | None) -> None:
     """List captures: id, start, duration, agent, peers, protocol, messages, status.
@@ -63,7 +67,7 @@ def captures(db: Path | None, as_json: bool, limit: int | None) -> None:
         )
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=CaptureCommand, context_settings=CONTEXT)
 @db_option
 @json_option
 @click.argument("capture", required=False)
@@ -95,7 +99,8 @@ def show(
 ) -> None:
     """Print a capture's timeline (default: the latest capture), or a view of it.
 
-    With --view, CAPTURE may also be the path of a jsonl export (as in recordings/).
+    CAPTURE is a capture id (default: the latest), -1 for the latest, a uid prefix, or
+    the path of a jsonl export (as in recordings/).
 
     \b
     Example:
@@ -114,16 +119,16 @@ def show(
         return
     if at is not None and at < 0:
         raise UsageError("--at takes a frame number (seq) of zero or more")
-    store = open_store(db)
-    c = store.capture(capture)
+    source = resolve(capture, db_path(db))
+    c = source.capture
     keep = FrameFilter(**filters)
-    frames = (f for f in store.frames(c["id"], upto_seq=at) if keep(f))
+    frames = (f for f in source.frames(upto_seq=at) if keep(f))
     if as_json:
         dump_json({"capture": c, "frames": [frame_object(f, c["uid"]) for f in frames]})
         return
     for line in capture_header(c):
         echo(line)
-    events = store.events(c["id"]) if not any(filters.values()) else []
+    events = source.events() if not any(filters.values()) else []
     for f in frames:
         while events and events[0]["t_ns"] <= f.frame.t_ns:
             echo(event_line(events.pop(0)))
@@ -131,7 +136,7 @@ def show(
     for ev in events:
         echo(event_line(ev))
     if with_stderr:
-        for _t, data in store.stderr(c["id"]):
+        for _t, data in source.stderr():
             echo(data.decode("utf-8", "replace"), nl=False)
 
 

@@ -8,28 +8,28 @@ a ``jsonl`` export such as the samples in ``recordings/``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from acp_proxy.cli.common import (
     CONTEXT,
+    CaptureCommand,
     check_at,
     db_option,
+    db_path,
     dump_json,
     echo,
     handle_errors,
     json_option,
-    open_store,
 )
 from acp_proxy.errors import UsageError
 from acp_proxy.protocol.frames import Frame
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct.views import diffs_json, terminals_json, tools_json
+from acp_proxy.store.refs import resolve
 from acp_proxy.text.views import diffs_lines, terminals_lines, tools_lines
 
 __all__ = [
@@ -55,30 +55,10 @@ SHOW_VIEWS = (
 )
 
 
-def _is_export(capture: str | None) -> bool:
-    return capture is not None and capture.endswith(".jsonl") and os.path.isfile(capture)
-
-
 def load_frames(db: Path | None, capture: str | None, at: int | None = None) -> Iterator[Frame]:
     """The frames of ``capture`` (up to ``at``), from a ``jsonl`` export or the database."""
-    if _is_export(capture):
-        from acp_proxy.export.jsonl import read_jsonl
-
-        def from_file() -> Iterator[Frame]:
-            assert capture is not None
-            with open(capture, "rb") as f:
-                try:
-                    for frame in read_jsonl(f):
-                        if at is not None and frame.seq > at:
-                            return
-                        yield frame
-                except (orjson.JSONDecodeError, KeyError, ValueError) as e:
-                    raise UsageError(f"{capture}: not a jsonl export ({e})") from e
-
-        return from_file()
-    store = open_store(db)
-    c = store.capture(capture)
-    return (sf.frame for sf in store.frames(c["id"], upto_seq=at))
+    source = resolve(capture, db_path(db))
+    return (sf.frame for sf in source.frames(upto_seq=at))
 
 
 def load_reconstruction(db: Path | None, capture: str | None, at: int | None) -> Reconstruction:
@@ -100,7 +80,7 @@ def at_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _view(
     name: str, doc: str, to_json: Callable[[Reconstruction], Any], to_lines: Callable[..., Any]
 ) -> click.Command:
-    @click.command(name, context_settings=CONTEXT, help=doc)
+    @click.command(name, cls=CaptureCommand, context_settings=CONTEXT, help=doc)
     @db_option
     @json_option
     @at_option

@@ -187,14 +187,15 @@ def render_html(capture: dict[str, Any], frames: Iterable[StoredFrame]) -> str:
     stored = list(frames)
     r = reconstruct(f.frame for f in stored)
     c = capture_row(capture)
+    name = c["id"] if c["id"] is not None else capture.get("source")
     peers = f"{c['client'] or '?'} ⇄ {c['agent'] or '?'}"
     version = f"ACP v{c['protocol_version']}" if c["protocol_version"] is not None else ""
     duration = "running" if c["duration_s"] is None else f"{c['duration_s']} s"
     parts = [
         "<!doctype html><html lang=en><head><meta charset=utf-8>",
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-        f"<title>acp-proxy capture {c['id']}</title><style>{_CSS}</style></head><body>",
-        f"<header><h1>Capture {c['id']} · {_e(c['transport'])} · {_e(c['agent_command'])}"
+        f"<title>acp-proxy capture {_e(name)}</title><style>{_CSS}</style></head><body>",
+        f"<header><h1>Capture {_e(name)} · {_e(c['transport'])} · {_e(c['agent_command'])}"
         f"</h1><p>{_e(peers)} {_e(version)}</p><p>started {_e(c['started_at'])} · "
         f"{_e(duration)} · {c['messages']} frames · {_e(c['status'])}"
         + (f" · label {_e(c['label'])}" if c.get("label") else "")

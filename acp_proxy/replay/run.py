@@ -24,7 +24,14 @@ from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.framing import LineFramer
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.replay.client import ClientStandIn
-from acp_proxy.replay.compare import Divergence, RunSummary, compare, parse_ignore, summarise_run
+from acp_proxy.replay.compare import (
+    Divergence,
+    RunSummary,
+    compare,
+    nothing_compared,
+    parse_ignore,
+    summarise_run,
+)
 from acp_proxy.replay.match import Problem
 from acp_proxy.replay.serve import Recording, load_recording
 
@@ -223,7 +230,7 @@ def replay_client(
     patterns = parse_ignore(ignore)
     stand_in = ClientStandIn(recording.messages, cwd=pair, ignore=patterns)
     writer = RecorderLink(db)
-    label = f"replay client of {recording.capture.get('uid', recording.source)}"
+    label = f"replay client of {recording.source}"
     meta = CaptureMeta(transport="stdio", agent_command=list(argv), cwd=os.getcwd(), label=label)
     tap = writer.open_capture(meta)
     code: int | None = None
@@ -240,6 +247,11 @@ def replay_client(
     recorded = summarise_run(recording.messages, ignore=patterns)
     replayed = summarise_run(new.messages, ignore=patterns, mapper=stand_in.mapper)
     divergences = compare(recorded, replayed)
+    empty = nothing_compared(recorded)
+    if empty is not None:
+        stand_in.problems.append(
+            Problem("nothing_compared", f"nothing to compare: {empty}", None, False, ())
+        )
     original_exit = recording.capture.get("exit_code")
     if isinstance(original_exit, int) and code is not None and original_exit != code:
         divergences.append(Divergence("run", "agent exit code", original_exit, code))

@@ -23,13 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from acp_proxy.errors import UsageError
-from acp_proxy.export.jsonl import read_jsonl
-from acp_proxy.protocol.frames import Frame
 from acp_proxy.protocol.framing import LineFramer
 from acp_proxy.protocol.jsonrpc import Kind
 from acp_proxy.replay.agent import AgentStandIn, Emit, MatchMode
 from acp_proxy.replay.match import Message, parse_messages, session_of
-from acp_proxy.store.reader import Store
+from acp_proxy.store.refs import resolve
 from acp_proxy.text.safe import visible
 from acp_proxy.transports.stdio import CHUNK, write_all
 
@@ -71,33 +69,19 @@ class Recording:
 def load_recording(ref: str | None, db: Path, *, session: str | None = None) -> Recording:
     """``ref`` is a path to a ``jsonl`` export, or a capture in ``db`` (id, uid prefix,
     ``-1``; the latest when ``None``)."""
-    frames: list[Frame]
-    capture: dict[str, Any] = {}
-    if ref is not None and (ref.endswith(".jsonl") or os.sep in ref or Path(ref).is_file()):
-        path = Path(ref)
-        if not path.is_file():
-            raise UsageError(f"no recording file {path}")
-        try:
-            with open(path, "rb") as f:
-                frames = list(read_jsonl(f))
-        except (ValueError, KeyError) as e:
-            raise UsageError(f"{path} is not a jsonl export: {e}") from e
-        source = str(path)
-        capture = {"source": source, "uid": path.stem}
-    else:
-        store = Store(db)
-        try:
-            capture = store.capture(ref)
-            frames = [f.frame for f in store.frames(capture["id"])]
-        finally:
-            store.close()
-        source = f"capture {capture['id']}"
+    source = resolve(ref, db)
+    try:
+        frames = [f.frame for f in source.frames()]
+    finally:
+        source.close()
+    capture = source.capture
+    source_name = source.name
     messages = parse_messages(frames)
     if session is not None:
         messages = select_session(messages, session)
     if not messages:
-        raise UsageError(f"{source} holds no messages to replay")
-    return Recording(messages, source, capture)
+        raise UsageError(f"{source_name} holds no messages to replay")
+    return Recording(messages, source_name, capture)
 
 
 def select_session(messages: list[Message], session: str) -> list[Message]:

@@ -111,8 +111,8 @@ class Store:
 
     def captures(self, limit: int | None = None) -> list[dict[str, Any]]:
         sql = "SELECT * FROM captures ORDER BY id DESC"
-        if limit:
-            sql += f" LIMIT {int(limit)}"
+        if limit is not None:
+            sql += f" LIMIT {max(0, int(limit))}"
         rows = list(self.db.query(sql))
         rows.reverse()
         return rows
@@ -135,15 +135,23 @@ class Store:
                 )
             else:
                 rows = list(self.db.query("SELECT * FROM captures WHERE id = ?", [n]))
+                if not rows:  # no such id: a uid prefix that happens to be all digits
+                    rows = self._by_uid(text)
         else:
-            rows = list(
-                self.db.query("SELECT * FROM captures WHERE uid LIKE ? LIMIT 2", [text + "%"])
-            )
-            if len(rows) > 1:
-                raise UsageError(f"capture {text!r} is ambiguous")
+            rows = self._by_uid(text)
         if not rows:
             raise UsageError(f"no capture {text!r} in {self.path}")
         return rows[0]
+
+    def _by_uid(self, prefix: str) -> list[dict[str, Any]]:
+        rows = list(
+            self.db.query(
+                "SELECT * FROM captures WHERE substr(uid, 1, ?) = ? LIMIT 2", [len(prefix), prefix]
+            )
+        )
+        if len(rows) > 1:
+            raise UsageError(f"capture {prefix!r} is ambiguous (give more of its uid)")
+        return rows
 
     def frames(
         self,

@@ -132,7 +132,8 @@ def capture_row(c: dict[str, Any]) -> dict[str, Any]:
 def capture_header(c: dict[str, Any]) -> list[str]:
     started = c["started_at"].replace("T", " ").rstrip("Z")
     lines = [
-        f"capture {c['id']}  {c['transport']}  {_command(c)}",
+        f"capture {c['id'] if c.get('id') is not None else c.get('source')}  "
+        f"{c['transport']}  {_command(c)}",
         f"  started {started} UTC, {_duration(c)}, {c.get('message_count', 0)} frames, "
         f"{_status(c)}" + (f", label {c['label']!r}" if c.get("label") else ""),
     ]
