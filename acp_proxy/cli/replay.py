@@ -23,6 +23,7 @@ from acp_proxy.cli.common import (
     handle_errors,
     json_option,
 )
+from acp_proxy.errors import UsageError
 
 __all__ = ["replay"]
 
@@ -55,6 +56,15 @@ def replay() -> None:
     help="Answer at once, with the recorded gaps, or N times faster than recorded.",
 )
 @click.option(
+    "--max-gap",
+    type=float,
+    default=5.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --timing original or xN: wait at most this long for any one recorded gap "
+    "(a note on stderr says when a gap was cut).",
+)
+@click.option(
     "--listen",
     metavar="HOST:PORT",
     help="Serve WebSocket clients at ws://HOST:PORT/acp (loopback only) instead of stdio.",
@@ -67,6 +77,7 @@ def replay_agent(
     session: str | None,
     match: str,
     timing: str,
+    max_gap: float,
     listen: str | None,
     keep_serving: bool,
 ) -> None:
@@ -92,7 +103,9 @@ def replay_agent(
         serve_websocket,
     )
 
-    pace = Timing.parse(timing)
+    if keep_serving and listen is None:
+        raise UsageError("--keep-serving goes with --listen")
+    pace = Timing.parse(timing, max_gap)
     recording = load_recording(capture, db_path(db), session=session)
     mode = MatchMode(match)
     try:

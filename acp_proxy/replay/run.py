@@ -121,6 +121,7 @@ async def _drive(
     tap.event("spawn", pid=proc.pid, argv=list(argv))
     changed = asyncio.Event()
     agent_gone = asyncio.Event()
+    heard = False  # the agent wrote something on stdout
 
     def send(data: bytes) -> None:
         line = data + b"\n"
@@ -129,10 +130,12 @@ async def _drive(
             stdin.write(line)
 
     async def read_agent() -> None:
+        nonlocal heard
         framer = LineFramer()
         while True:
             chunk = await stdout.read(1 << 20)
             if chunk:
+                heard = True
                 tap.chunk(A2C, chunk)
             else:
                 tap.end_stream(A2C)
@@ -170,6 +173,10 @@ async def _drive(
             state = stand_in.ready(step)
             if state is False:
                 if not await wait_for(lambda s=step: _or_gone(stand_in.ready(s), agent_gone)):
+                    if not heard:  # nobody there: waiting at every later point helps nobody
+                        stand_in.silent(step, timeout)
+                        stand_in.finish(unsent=steps[i:], why="the agent is silent")
+                        return
                     stand_in.give_up(step, f"{timeout:g} s passed")
                 state = stand_in.ready(step)
             if agent_gone.is_set() and state is not True:

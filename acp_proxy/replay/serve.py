@@ -106,40 +106,56 @@ class Timing:
     """``fast`` (no waiting), ``original`` (recorded gaps) or ``xN`` (N times faster)."""
 
     speed: float | None
+    max_gap: float | None = None  # seconds: a longer gap (after the speed-up) is cut to this
 
     @classmethod
-    def parse(cls, text: str) -> Timing:
+    def parse(cls, text: str, max_gap: float | None = None) -> Timing:
+        if max_gap is not None and not max_gap > 0:
+            raise UsageError("--max-gap must be more than zero seconds")
         if text == "fast":
-            return cls(None)
+            return cls(None, max_gap)
         if text == "original":
-            return cls(1.0)
+            return cls(1.0, max_gap)
         if text.startswith("x"):
             try:
                 speed = float(text[1:])
             except ValueError:
                 speed = 0.0
             if speed > 0:
-                return cls(speed)
+                return cls(speed, max_gap)
         raise UsageError(f"--timing must be fast, original or xN (like x2 or x0.5), not {text!r}")
 
 
 class _Pacer:
     """Sends agent messages at their recorded offsets from the client message they follow."""
 
-    def __init__(self, timing: Timing) -> None:
+    def __init__(self, timing: Timing, say: Say = _stderr) -> None:
         self.timing = timing
+        self.say = say
         self.anchor_rec = 0
+        self.last_rec = 0  # the recorded time of the last message paced
         self.anchor_live = time.monotonic_ns()
 
     def anchor(self, recorded: Message | None) -> None:
         if recorded is not None:
-            self.anchor_rec = recorded.t_ns
+            self.anchor_rec = self.last_rec = recorded.t_ns
             self.anchor_live = time.monotonic_ns()
 
     async def wait(self, emit: Emit) -> None:
-        if self.timing.speed is None or emit.recorded is None:
+        speed = self.timing.speed
+        if speed is None or emit.recorded is None:
             return
-        offset = (emit.recorded.t_ns - self.anchor_rec) / self.timing.speed
+        t = emit.recorded.t_ns
+        gap = (t - max(self.last_rec, self.anchor_rec)) / speed / 1e9
+        limit = self.timing.max_gap
+        if limit is not None and gap > limit:  # cut the excess out of the recorded time line
+            self.anchor_rec += int((gap - limit) * speed * 1e9)
+            self.say(
+                f"a recorded gap of {gap:.1f} s before #{emit.recorded.seq} was capped at "
+                f"{limit:g} s (--max-gap)"
+            )
+        self.last_rec = max(self.last_rec, t)
+        offset = (t - self.anchor_rec) / speed
         delay = (self.anchor_live + offset - time.monotonic_ns()) / 1e9
         if delay > 0:
             await asyncio.sleep(delay)

@@ -184,3 +184,14 @@ def test_the_report_names_the_file_it_was_given(demo_db: Path, tmp_path: Path) -
         assert store.capture(out["replay_capture"])["label"] == f"replay client of {export}"
     finally:
         store.close()
+
+
+def test_an_agent_that_never_answers_fails_fast(demo_db: Path) -> None:
+    mute = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+    r = _replay(demo_db, "1", "--json", "--timeout", "1", agent=mute)
+    assert r.returncode == 1, r.stderr
+    kinds = [p["kind"] for p in json.loads(r.stdout)["problems"]]
+    assert kinds.count("wait_given_up") == 0, kinds  # it did not wait at every point
+    assert "agent_silent" in kinds
+    (silent,) = [p for p in json.loads(r.stdout)["problems"] if p["kind"] == "agent_silent"]
+    assert "sent nothing" in silent["message"] and "initialize" in silent["message"]
