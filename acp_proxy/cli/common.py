@@ -31,6 +31,7 @@ __all__ = [
     "db_path",
     "dump_json",
     "echo",
+    "expand_path",
     "fail",
     "filter_options",
     "handle_errors",
@@ -170,8 +171,24 @@ def filter_options(fn: F) -> F:
     return fn
 
 
+def expand_path(path: Path) -> Path:
+    """``~`` and ``$VAR``/``${VAR}`` expanded as a shell would: editors pass arguments
+    without one, and ``--db ~/acp.sqlite`` must not become ``./~/acp.sqlite``."""
+    text = os.path.expandvars(os.path.expanduser(str(path)))
+    return Path(os.path.expanduser(text))
+
+
 def db_path(db: Path | None) -> Path:
-    return db if db is not None else default_db_path()
+    """The database ``--db`` names (expanded: :func:`expand_path`), else the default. A
+    path through a regular file is refused here, before anything tries to create it."""
+    path = expand_path(db) if db is not None else default_db_path()
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                shown = db if db is not None else path
+                raise UsageError(f"--db {shown}: {parent} is a file, not a directory")
+            break
+    return path
 
 
 def open_store(db: Path | None) -> Store:

@@ -7,7 +7,15 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, CaptureCommand, db_option, db_path, echo, handle_errors
+from acp_proxy.cli.common import (
+    CONTEXT,
+    CaptureCommand,
+    db_option,
+    db_path,
+    echo,
+    expand_path,
+    handle_errors,
+)
 from acp_proxy.errors import UsageError
 from acp_proxy.store.private import open_private
 from acp_proxy.store.refs import resolve
@@ -49,6 +57,8 @@ def export(
         acp-proxy export 3 --format html -o capture.html
     """
     from acp_proxy.export.jsonl import write_export
+
+    output = expand_path(output) if output is not None else None
 
     if fmt == "html":
         from acp_proxy.export.html import render_html

@@ -184,8 +184,13 @@ def tail(
             echo(f"c{f.capture_id} {frame_line(f)}")
 
     path = db_path(db)
-    while follow and not path.exists():
-        time.sleep(interval)
+    if follow and not path.exists():
+        echo(f"acp-proxy: waiting for {path} to be created (Ctrl-C to stop)", err=True)
+    try:
+        while follow and not path.exists():
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        return
     store = Store(path)
     cid = store.capture(capture)["id"] if capture else None
     last = store.max_rowid()

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, fail
-from acp_proxy.errors import AgentSpawnError
+from acp_proxy.errors import AgentSpawnError, ProxyError
 
 __all__ = ["record"]
 
@@ -77,6 +77,10 @@ def record(
         argv = argv[1:]
     elif argv and argv[0].startswith("-"):
         fail(f"no such option: {argv[0]} (the agent command goes after --)", 2)
+    try:
+        db = db_path(db)
+    except ProxyError as e:
+        fail(str(e), e.exit_code)
     if upstream is not None:
         if argv:
             fail("give either --upstream URL or an agent command, not both", 2)

@@ -20,6 +20,7 @@ from acp_proxy.cli.common import (
     db_path,
     dump_json,
     echo,
+    expand_path,
     handle_errors,
     json_option,
 )
@@ -149,7 +150,7 @@ def replay_agent(
 @click.option(
     "--cwd",
     "cwd",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    type=click.Path(file_okay=False, path_type=Path),
     help="Run the agent here, and put this directory where the recording's workspace was.",
 )
 @handle_errors
@@ -185,6 +186,10 @@ def replay_client(
         raise click.UsageError("no agent command given (usage: acp-proxy replay client -- CMD ...)")
     if timeout <= 0:
         raise click.UsageError("--timeout must be more than zero seconds")
+    if cwd is not None:
+        cwd = expand_path(cwd)
+        if not cwd.is_dir():
+            raise UsageError(f"--cwd {cwd}: no such directory")
     path = db_path(db)
     recording = load_recording(capture, path)
     outcome = run(

@@ -231,6 +231,10 @@ def ws(
     if grace < 0:
         raise UsageError("--grace must be zero or more seconds")
     host, port = _parse_listen(listen)
+    if argv:
+        from acp_proxy.transports.stdio import check_command
+
+        check_command(argv)
     check_token(token)
     settings = _settings(max_size, max_queue, ping_interval)
     if max_connections < 1:

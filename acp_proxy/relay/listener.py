@@ -275,7 +275,7 @@ class _Session:
 
     def _fail(self, status: int, kind: str, message: str, **detail: Any) -> Response:
         self.tap.event(kind, status=status, error=message, request=self._request_event(), **detail)
-        self.tap.close()
+        self.tap.close(end_reason=f"{kind.replace('_', ' ')} {status}")  # refused 401, ...
         self._end()
         _warn(
             f"{self.peer} {redact_url(self.request.path, keep_secrets=False)}: {message}; "
@@ -320,7 +320,7 @@ class _Session:
                 headers=redact_headers(r.headers.raw_items(), keep_secrets=self.keep),
                 request=self._request_event(),
             )
-            self.tap.close()
+            self.tap.close(end_reason=f"upstream refused {r.status_code}")
             self._end()
             _warn(f"upstream {shown} answered HTTP {r.status_code}; relayed to {self.peer}")
             out = Headers(relay_response_headers(r.headers))

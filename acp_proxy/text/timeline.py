@@ -100,6 +100,8 @@ def _status(c: dict[str, Any]) -> str:
         return "running"
     elif state == "killed" or c.get("end_reason") == "proxy_gone":
         status = "killed"
+    elif c.get("end_reason") not in (None, "closed", "not_recorded"):
+        status = str(c["end_reason"])  # a connection never relayed: refused 401, ...
     else:
         status = "closed"
     if state == "finishing":

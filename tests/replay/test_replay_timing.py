@@ -32,7 +32,7 @@ def test_a_huge_recorded_gap_is_capped_and_said(tmp_path: Path) -> None:
             *replay_agent_cmd(
                 tmp_path / "x.sqlite", str(rec), "--timing", "original", "--max-gap", "0.2"
             )
-        ],  # fmt: skip
+        ],
         input=json.dumps(INIT) + "\n",
         capture_output=True,
         text=True,
