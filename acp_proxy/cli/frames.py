@@ -115,29 +115,60 @@ def show(
     if view != "frames":
         from acp_proxy.cli.views import print_view
 
-        print_view(db, capture, view, at, as_json)
+        session = filters.pop("session", None)
+        given = [f"--{k}" for k, v in filters.items() if v not in (None, False)]
+        given += ["--wall"] if wall else []
+        given += ["--stderr"] if with_stderr else []
+        if given:
+            raise UsageError(f"{given[0]} does not apply to --view {view} (--session and --at do)")
+        print_view(db, capture, view, at, as_json, session=session)
         return
     if at is not None and at < 0:
         raise UsageError("--at takes a frame number (seq) of zero or more")
     source = resolve(capture, db_path(db))
     c = source.capture
     keep = FrameFilter(**filters)
-    frames = (f for f in source.frames(upto_seq=at) if keep(f))
     if as_json:
+        frames = (f for f in source.frames(upto_seq=at) if keep(f))
         dump_json({"capture": c, "frames": [frame_object(f, c["uid"]) for f in frames]})
         return
     for line in capture_header(c):
         echo(line)
-    events = source.events() if not any(filters.values()) else []
-    for f in frames:
-        while events and events[0]["t_ns"] <= f.frame.t_ns:
-            echo(event_line(events.pop(0)))
-        echo(frame_line(f, c["started_at"] if wall else None))
+    started = c["started_at"] if wall else None
+    events = source.events()
+    last_t: int | None = None
+    for f in source.frames(upto_seq=at):
+        last_t = f.frame.t_ns
+        while events and events[0]["t_ns"] <= last_t:
+            echo(event_line(events.pop(0), started))
+        if keep(f):
+            echo(frame_line(f, started))
     for ev in events:
-        echo(event_line(ev))
+        if at is not None and (last_t is None or ev["t_ns"] > last_t):
+            break  # after frame SEQ: not yet happened then
+        echo(event_line(ev, started))
     if with_stderr:
-        for _t, data in source.stderr():
+        for t, data in source.stderr():
+            if at is not None and (last_t is None or t > last_t):
+                break
             echo(data.decode("utf-8", "replace"), nl=False)
+
+
+def _last_matching(
+    store: Store, keep: Any, n: int, capture_id: int | None, upto_rowid: int
+) -> list[StoredFrame]:
+    """The last ``n`` frames ``keep`` accepts (oldest first), scanning back page by page."""
+    found: list[StoredFrame] = []
+    before: int | None = upto_rowid + 1
+    while n > 0 and len(found) < n:
+        page = store.frames_before_rowid(before, 5000, capture_id)
+        if not page:
+            break
+        found += [f for f in page if keep(f)]
+        before = page[-1].rowid
+    found = found[:n]
+    found.sort(key=lambda f: (f.rowid, f.seq))
+    return found
 
 
 @click.command(context_settings=CONTEXT)
@@ -194,9 +225,7 @@ def tail(
     store = Store(path)
     cid = store.capture(capture)["id"] if capture else None
     last = store.max_rowid()
-    filtering = any(v not in (None, False) for v in filters.values())
-    history = store.last_frames(min(lines * 50, 100_000) if filtering else lines, cid)
-    for f in [f for f in history if keep(f)][-lines:] if lines else []:
+    for f in _last_matching(store, keep, lines, cid, last):
         emit(f)
     sys.stdout.flush()
     if not follow:

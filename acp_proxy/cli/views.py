@@ -61,9 +61,14 @@ def load_frames(db: Path | None, capture: str | None, at: int | None = None) -> 
     return (sf.frame for sf in source.frames(upto_seq=at))
 
 
-def load_reconstruction(db: Path | None, capture: str | None, at: int | None) -> Reconstruction:
+def load_reconstruction(
+    db: Path | None, capture: str | None, at: int | None, *, session: str | None = None
+) -> Reconstruction:
     check_at(at)
-    return reconstruct(load_frames(db, capture, at), at=at)
+    r = reconstruct(load_frames(db, capture, at), at=at)
+    if session is not None:
+        r.only_session(session)
+    return r
 
 
 def at_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -98,7 +103,13 @@ def _view(
 
 
 def print_view(
-    db: Path | None, capture: str | None, view: str, at: int | None, as_json: bool
+    db: Path | None,
+    capture: str | None,
+    view: str,
+    at: int | None,
+    as_json: bool,
+    *,
+    session: str | None = None,
 ) -> None:
     """``acp-proxy show --view VIEW``: one reconstruction view, as text or JSON."""
     from acp_proxy.reconstruct import views
@@ -123,7 +134,7 @@ def print_view(
     }
     if view not in table:
         raise UsageError(f"no view {view!r} (choose from {', '.join(SHOW_VIEWS)})")
-    r = load_reconstruction(db, capture, at)
+    r = load_reconstruction(db, capture, at, session=session)
     to_json, to_lines = table[view]
     if as_json:
         dump_json(to_json(r))

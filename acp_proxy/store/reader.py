@@ -197,6 +197,23 @@ class Store:
         args.append(n)
         return [_stored(r) for r in reversed(self.conn.execute(sql, args).fetchall())]
 
+    def frames_before_rowid(
+        self, rowid: int | None, n: int, capture_id: int | None = None
+    ) -> list[StoredFrame]:
+        """Up to ``n`` frames inserted before ``rowid`` (None: the newest), newest first: a
+        page of a backward scan, for the last N frames that match a filter."""
+        sql = f"SELECT {_FRAME_COLUMNS} FROM messages WHERE 1"
+        args: list[Any] = []
+        if rowid is not None:
+            sql += " AND id < ?"
+            args.append(rowid)
+        if capture_id is not None:
+            sql += " AND capture_id = ?"
+            args.append(capture_id)
+        sql += " ORDER BY id DESC LIMIT ?"
+        args.append(n)
+        return [_stored(r) for r in self.conn.execute(sql, args)]
+
     def max_rowid(self) -> int:
         return int(self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
 

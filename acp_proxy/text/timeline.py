@@ -149,10 +149,12 @@ def capture_header(c: dict[str, Any]) -> list[str]:
     return lines
 
 
-def event_line(ev: dict[str, Any]) -> str:
-    """A lifecycle or connection event, in the timeline between frames."""
+def event_line(ev: dict[str, Any], started_at: str | None = None) -> str:
+    """A lifecycle or connection event, in the timeline between frames (with
+    ``started_at``: at its wall-clock time, as :func:`frame_line`)."""
     detail = ev.get("detail") or ""
-    return f"{ev['t_ns'] / 1e6:>10.3f}ms        · {ev['kind']:<12} {_short(detail, 90)}".rstrip()
+    when = _wall(started_at, ev["t_ns"]) if started_at else f"{ev['t_ns'] / 1e6:>10.3f}ms"
+    return f"{when}        · {ev['kind']:<12} {_short(detail, 90)}".rstrip()
 
 
 def frame_line(f: StoredFrame, started_at: str | None = None) -> str:
