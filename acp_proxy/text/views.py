@@ -119,6 +119,8 @@ def terminals_lines(r: Reconstruction) -> Iterator[str]:
             extra.append(f"size {t.size.get('cols')}x{t.size.get('rows')}")
         extra.append(f"{len(t.output)} bytes")
         yield "    " + ", ".join(extra)
+        if t.screen_note:
+            yield f"    ({t.screen_note})"
         for line in t.screen():
             yield f"    │ {line}"
 
