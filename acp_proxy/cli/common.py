@@ -178,11 +178,13 @@ def expand_path(path: Path) -> Path:
     return Path(os.path.expanduser(text))
 
 
-def db_path(db: Path | None) -> Path:
+def db_path(db: Path | None, *, relaying: bool = False) -> Path:
     """The database ``--db`` names (expanded: :func:`expand_path`), else the default. A
-    path through a regular file is refused here, before anything tries to create it."""
+    path through a regular file is refused here, before anything tries to create it,
+    except when ``relaying``: a relay forwards all the same and warns that nothing is
+    recorded (the editor's agent must keep working)."""
     path = expand_path(db) if db is not None else default_db_path()
-    for parent in path.parents:
+    for parent in [] if relaying else path.parents:
         if parent.exists():
             if not parent.is_dir():
                 shown = db if db is not None else path

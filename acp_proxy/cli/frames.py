@@ -23,7 +23,7 @@ from acp_proxy.cli.common import (
 )
 from acp_proxy.errors import UsageError
 from acp_proxy.store.reader import Store, StoredFrame
-from acp_proxy.store.refs import resolve
+from acp_proxy.store.refs import is_file_ref, resolve
 
 __all__ = ["captures", "show", "tail"]
 
@@ -214,6 +214,8 @@ def tail(
         else:
             echo(f"c{f.capture_id} {frame_line(f)}")
 
+    if is_file_ref(capture):
+        raise UsageError(f"tail reads the database; for the export {capture} use show")
     path = db_path(db)
     if follow and not path.exists():
         echo(f"acp-proxy: waiting for {path} to be created (Ctrl-C to stop)", err=True)

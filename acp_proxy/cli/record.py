@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, fail
-from acp_proxy.errors import AgentSpawnError, ProxyError
+from acp_proxy.errors import AgentSpawnError
 
 __all__ = ["record"]
 
@@ -77,19 +77,14 @@ def record(
         argv = argv[1:]
     elif argv and argv[0].startswith("-"):
         fail(f"no such option: {argv[0]} (the agent command goes after --)", 2)
-    try:
-        db = db_path(db)
-    except ProxyError as e:
-        fail(str(e), e.exit_code)
+    db = db_path(db, relaying=True)
     if upstream is not None:
         if argv:
             fail("give either --upstream URL or an agent command, not both", 2)
         from acp_proxy.cli.ws import record_upstream
 
         os._exit(
-            record_upstream(
-                db_path(db), upstream, label=label, headers=headers, keep_secrets=keep_secrets
-            )
+            record_upstream(db, upstream, label=label, headers=headers, keep_secrets=keep_secrets)
         )
     if headers:
         fail("--header goes with --upstream", 2)
@@ -100,7 +95,7 @@ def record(
     if grace < 0:
         fail("--grace must be zero or more seconds", 2)
     tune_relay_process()
-    writer = RecorderLink(db_path(db))
+    writer = RecorderLink(db)
     code = 1
     try:
         code = record_stdio(argv, writer, label=label, grace=grace)

@@ -258,7 +258,7 @@ def ws(
         max_in_flight=max_in_flight,
     )
     tune_relay_process()
-    writer = RecorderLink(db_path(db))
+    writer = RecorderLink(db_path(db, relaying=True))
     try:
         asyncio.run(_serve_until_signal(config, writer))
     except OSError as e:

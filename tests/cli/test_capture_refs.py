@@ -125,3 +125,12 @@ def test_captures_n_zero_and_negative(demo: tuple[Path, Path]) -> None:
     assert r.returncode == 0 and json.loads(r.stdout) == []
     r = cli("captures", "-n", "-1", "--db", str(db))
     assert r.returncode == 2 and "-1 is not in the range" in r.stderr
+
+
+def test_tail_says_a_jsonl_export_is_for_show(demo: tuple[Path, Path]) -> None:
+    db, export = demo
+    r = cli("tail", "--capture", str(export), "--db", str(db))
+    assert r.returncode == 2
+    assert (
+        r.stderr == f"acp-proxy: error: tail reads the database; for the export {export} use show\n"
+    )
