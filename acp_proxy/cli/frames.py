@@ -176,7 +176,12 @@ def _last_matching(
 @json_option
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new frames as they arrive.")
 @click.option(
-    "-n", "--lines", type=int, default=20, show_default=True, help="Frames of history first."
+    "-n",
+    "--lines",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Frames of history first.",
 )
 @click.option("--capture", "capture", default=None, help="Only this capture (default: all).")
 @filter_options

@@ -86,3 +86,10 @@ def test_show_view_refuses_what_it_cannot_apply(demo_db: Path, args: list[str]) 
     r = cli("show", "--db", str(demo_db), "--view", "tools", *args)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert args[0] in r.stderr and "--view" in r.stderr
+
+
+def test_tail_n_takes_zero_or_more(demo_db: Path) -> None:
+    r = cli("tail", "-n", "-1", "--db", str(demo_db))
+    assert r.returncode == 2 and "-1 is not in the range" in r.stderr
+    r = cli("tail", "-n", "0", "--db", str(demo_db))
+    assert r.returncode == 0 and r.stdout == ""
