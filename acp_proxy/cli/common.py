@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +26,7 @@ from acp_proxy.text.style import Styled, paint
 
 __all__ = [
     "CONTEXT",
+    "CaptureCommand",
     "DashDashCommand",
     "Progress",
     "after_dash_dash",
@@ -32,6 +34,7 @@ __all__ = [
     "db_path",
     "dump_json",
     "echo",
+    "expand_path",
     "fail",
     "filter_options",
     "handle_errors",
@@ -209,7 +212,36 @@ def handle_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-class DashDashCommand(click.Command):
+_NEGATIVE = re.compile(r"-[0-9]+")
+
+
+class CaptureCommand(click.Command):
+    """A command with a ``CAPTURE`` argument, which may be ``-1`` (the latest), ``-2``…: such
+    a word is an argument, not an option, unless it is the value of an option before it."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        valued = {
+            name
+            for p in self.params
+            if isinstance(p, click.Option) and not p.is_flag and not p.count
+            for name in p.opts
+        }
+        words, refs = [], []
+        for i, word in enumerate(args):
+            if word == "--":
+                words.extend(args[i:])
+                break
+            if _NEGATIVE.fullmatch(word) and (not words or words[-1] not in valued):
+                refs.append(word)
+            else:
+                words.append(word)
+        if refs:
+            words += [] if "--" in words else ["--"]
+            words += refs
+        return super().parse_args(ctx, words)
+
+
+class DashDashCommand(CaptureCommand):
     """A command whose words after the first ``--`` are kept apart, untouched by click
     (:func:`after_dash_dash`), so an agent command's own options are never parsed as ours
     and never mistaken for an argument such as a capture."""
@@ -279,8 +311,26 @@ def filter_options(fn: F) -> F:
     return fn
 
 
-def db_path(db: Path | None) -> Path:
-    return db if db is not None else default_db_path()
+def expand_path(path: Path) -> Path:
+    """``~`` and ``$VAR``/``${VAR}`` expanded as a shell would: editors pass arguments
+    without one, and ``--db ~/acp.sqlite`` must not become ``./~/acp.sqlite``."""
+    text = os.path.expandvars(os.path.expanduser(str(path)))
+    return Path(os.path.expanduser(text))
+
+
+def db_path(db: Path | None, *, relaying: bool = False) -> Path:
+    """The database ``--db`` names (expanded: :func:`expand_path`), else the default. A
+    path through a regular file is refused here, before anything tries to create it,
+    except when ``relaying``: a relay forwards all the same and warns that nothing is
+    recorded (the editor's agent must keep working)."""
+    path = expand_path(db) if db is not None else default_db_path()
+    for parent in [] if relaying else path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                shown = db if db is not None else path
+                raise UsageError(f"--db {shown}: {parent} is a file, not a directory")
+            break
+    return path
 
 
 def open_store(db: Path | None) -> Store:

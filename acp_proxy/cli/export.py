@@ -13,10 +13,21 @@ from typing import Any
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, Progress, db_option, echo, handle_errors, open_store
+from acp_proxy.cli.common import (
+    CONTEXT,
+    CaptureCommand,
+    Progress,
+    db_option,
+    db_path,
+    echo,
+    expand_path,
+    handle_errors,
+    open_store,
+)
 from acp_proxy.errors import UsageError
 from acp_proxy.export.redact import CLASSES, Redactor, parse_rules
 from acp_proxy.store.private import open_private
+from acp_proxy.store.refs import is_file_ref, resolve
 
 __all__ = ["export", "share"]
 
@@ -107,9 +118,9 @@ def write_export(
             echo(f"acp-proxy: {note}", err=True)
         _write(text.encode("utf-8"), output, fmt)
         return
-    store = open_store(db)
-    c = store.capture(capture)
-    stored = list(store.frames(c["id"]))
+    source = resolve(capture, db_path(db))
+    c = source.capture
+    stored = list(source.frames())
     notes: dict[int, dict[str, object]] = {}
     if redactor is not None:
         from acp_proxy.export.sharing import redact_capture, redact_stored, summary_lines
@@ -130,7 +141,7 @@ def write_export(
     else:
         from acp_proxy.export.har import render_har
 
-        _write(render_har(c, stored, store.events(c["id"]), redactor), output, "har")
+        _write(render_har(c, stored, source.events(), redactor), output, "har")
 
 
 def _otlp(
@@ -151,13 +162,14 @@ def _otlp(
         refs = [capture] if capture is not None else []
         ((_, (spans, res)),) = traced_captures(db, refs, all_=False, content=content)
     else:  # the same traces, made from the redacted frames and capture row
-        from acp_proxy.cli.views import _is_export, load_frames
+        from acp_proxy.cli.views import load_frames
         from acp_proxy.export.sharing import redact_capture, summary_lines
         from acp_proxy.otel.source import trace_capture
+        from acp_proxy.store.refs import is_file_ref
 
         frames = list(load_frames(db, capture))
         done = redactor.redact(frames)
-        if _is_export(capture):
+        if is_file_ref(capture):
             from acp_proxy.cli.otel import _file_info
 
             assert capture is not None
@@ -180,7 +192,7 @@ _redact_rules_option = click.option(
 )
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=CaptureCommand, context_settings=CONTEXT)
 @db_option
 @click.argument("capture", required=False)
 @click.option(
@@ -258,16 +270,17 @@ def export(
         acp-proxy export 3 --format otlp -o capture.otlp.json
         acp-proxy export 3 --redact files,paths -o shareable.jsonl
     """
+    output = expand_path(output) if output is not None else None
     _private_stdout(output)
     if fmt != "html" and (from_seq != 0 or max_frames != 5000):
         raise UsageError("--from and --max-frames go with --format html")
     redactor = _redactor(_classes(redact), rules_file)
-    if redactor is None and fmt == "html":  # streamed from the database, page by page
+    if redactor is None and fmt == "html" and not is_file_ref(capture):  # streamed, paged
         if terminal is not None:
             raise UsageError("--terminal goes with --format asciicast")
         _html(db, capture, output, from_seq, max_frames)
         return
-    if redactor is None and fmt == "jsonl" and not _is_file(capture):  # streamed
+    if redactor is None and fmt == "jsonl":  # metadata, frames, stderr, events; streamed
         if terminal is not None:
             raise UsageError("--terminal goes with --format asciicast")
         _jsonl(db, capture, output)
@@ -276,25 +289,16 @@ def export(
     write_export(db, capture, fmt, terminal, output, redactor, otel_content)
 
 
-def _is_file(capture: str | None) -> bool:
-    from acp_proxy.cli.views import _is_export
-
-    return _is_export(capture)
-
-
 def _jsonl(db: Path | None, capture: str | None, output: Path | None) -> None:
-    from acp_proxy.export.jsonl import write_jsonl
+    from acp_proxy.export.jsonl import write_export as write_jsonl_export
 
-    store = open_store(db)
-    c = store.capture(capture)
-    with Progress(f"exporting capture {c['id']}", c.get("message_count") or 0) as bar:
-        frames = bar.wrap(store.frames(c["id"]))
-        if output is not None:
-            with open_private(output) as out:
-                n = write_jsonl(frames, c["uid"], out)
-            echo(f"wrote {n} frames to {output}", err=True)
-        else:
-            write_jsonl(frames, c["uid"], sys.stdout.buffer)
+    source = resolve(capture, db_path(db))
+    if output is not None:
+        with open_private(output) as out:
+            n = write_jsonl_export(source, out)
+        echo(f"wrote {n} frames to {output}", err=True)
+    else:
+        write_jsonl_export(source, sys.stdout.buffer)
 
 
 def _private_stdout(output: Path | None) -> None:

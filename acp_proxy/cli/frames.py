@@ -14,6 +14,7 @@ import orjson
 
 from acp_proxy.cli.common import (
     CONTEXT,
+    CaptureCommand,
     db_option,
     db_path,
     dump_json,
@@ -27,6 +28,7 @@ from acp_proxy.cli.common import (
 )
 from acp_proxy.errors import UsageError
 from acp_proxy.store.reader import Store, StoredFrame
+from acp_proxy.store.refs import is_file_ref, resolve
 from acp_proxy.text.style import Styled
 
 __all__ = ["captures", "show", "tail"]
@@ -35,7 +37,9 @@ __all__ = ["captures", "show", "tail"]
 @click.command(context_settings=CONTEXT)
 @db_option
 @json_option
-@click.option("-n", "--limit", type=int, default=None, help="Only the latest N captures.")
+@click.option(
+    "-n", "--limit", type=click.IntRange(min=0), default=None, help="Only the latest N captures."
+)
 @output_options
 @handle_errors
 def captures(db: Path | None, as_json: bool, limit: int | None, no_pager: bool) -> None:
@@ -140,7 +144,7 @@ def _timeline(
     return heapq.merge(*streams, key=lambda x: (x[0], x[1]))
 
 
-@click.command(context_settings=CONTEXT)
+@click.command(cls=CaptureCommand, context_settings=CONTEXT)
 @db_option
 @json_option
 @click.argument("capture", required=False)
@@ -197,11 +201,10 @@ def show(
 ) -> None:
     """Print a capture's timeline (default: the latest capture), or a view of it.
 
-    The timeline has every frame, the connection and process events, and the agent's
-    stderr, each at the time it happened. Requests nothing answered before the capture
-    ended are flagged !unanswered.
-
-    With --view, CAPTURE may also be the path of a jsonl export (as in recordings/).
+    CAPTURE is a capture id (default: the latest), -1 for the latest, a uid prefix, or
+    the path of a jsonl export (as in recordings/). The timeline has every frame, the
+    connection and process events, and the agent's stderr, each at the time it happened.
+    Requests nothing answered before the capture ended are flagged !unanswered.
 
     \b
     Example:
@@ -226,13 +229,25 @@ def show(
     if view != "frames":
         from acp_proxy.cli.views import print_view
 
+        session = filters.pop("session", None)
+        given = [f"--{k}" for k, v in filters.items() if v not in (None, False)]
+        given += ["--wall"] if wall else []
+        given += ["--stderr"] if with_stderr else []
+        given += ["--grep"] if grep is not None else []
+        given += ["--from"] if from_seq is not None else []
+        given += ["--since"] if since is not None else []
+        if given:
+            raise UsageError(f"{given[0]} does not apply to --view {view} (--session and --at do)")
         with paged(not no_pager and not as_json):
-            print_view(db, capture, view, at, as_json)
+            print_view(db, capture, view, at, as_json, session=session)
         return
     if at is not None and at < 0:
         raise UsageError("--at takes a frame number (seq) of zero or more")
     if from_seq is not None and from_seq < 0:
         raise UsageError("--from takes a frame number (seq) of zero or more")
+    if is_file_ref(capture):
+        _show_file(db, capture, at, as_json, wall, with_stderr, FrameFilter(**filters))
+        return
     store = open_store(db)
     c = store.capture(capture)
     ended = capture_state(c) != "recording"
@@ -301,6 +316,47 @@ def show(
                 )
 
 
+def _show_file(
+    db: Path | None,
+    capture: str | None,
+    at: int | None,
+    as_json: bool,
+    wall: bool,
+    with_stderr: bool | None,
+    keep: Any,
+) -> None:
+    """``show FILE.jsonl``: the timeline of an export (its frames, events and stderr)."""
+    from acp_proxy.export.jsonl import frame_object
+    from acp_proxy.text.timeline import capture_header, event_line, frame_line
+
+    source = resolve(capture, db_path(db))
+    c = source.capture
+    if as_json:
+        frames = (f for f in source.frames(upto_seq=at) if keep(f))
+        dump_json({"capture": c, "frames": [frame_object(f, c["uid"]) for f in frames]})
+        return
+    for line in capture_header(c):
+        echo(line)
+    started = c["started_at"] if wall else None
+    events = source.events()
+    last_t: int | None = None
+    for f in source.frames(upto_seq=at):
+        last_t = f.frame.t_ns
+        while events and events[0]["t_ns"] <= last_t:
+            echo(event_line(events.pop(0), started_at=started))
+        if keep(f):
+            echo(frame_line(f, started))
+    for ev in events:
+        if at is not None and (last_t is None or ev["t_ns"] > last_t):
+            break  # after frame SEQ: not yet happened then
+        echo(event_line(ev, started_at=started))
+    if with_stderr:
+        for t, data in source.stderr():
+            if at is not None and (last_t is None or t > last_t):
+                break
+            echo(data.decode("utf-8", "replace"), nl=False)
+
+
 def _show_json(
     c: dict[str, Any],
     frames: Iterator[tuple[int, int, Any]],
@@ -348,12 +404,34 @@ def _show_json(
     out.flush()
 
 
+def _last_matching(
+    store: Store, keep: Any, n: int, capture_id: int | None, upto_rowid: int
+) -> list[StoredFrame]:
+    """The last ``n`` frames ``keep`` accepts (oldest first), scanning back page by page."""
+    found: list[StoredFrame] = []
+    before: int | None = upto_rowid + 1
+    while n > 0 and len(found) < n:
+        page = store.frames_before_rowid(before, 5000, capture_id)
+        if not page:
+            break
+        found += [f for f in page if keep(f)]
+        before = page[-1].rowid
+    found = found[:n]
+    found.sort(key=lambda f: (f.rowid, f.seq))
+    return found
+
+
 @click.command(context_settings=CONTEXT)
 @db_option
 @json_option
 @click.option("-f", "--follow", is_flag=True, help="Keep printing new frames as they arrive.")
 @click.option(
-    "-n", "--lines", type=int, default=20, show_default=True, help="Frames of history first."
+    "-n",
+    "--lines",
+    type=click.IntRange(min=0),
+    default=20,
+    show_default=True,
+    help="Frames of history first.",
 )
 @click.option("--capture", "capture", default=None, help="Only this capture (default: all).")
 @click.option(
@@ -422,21 +500,27 @@ def tail(
             if match is None or match.text(str(line)):
                 echo(Styled.of(f"c{capture_id} ") + line)
 
+    if is_file_ref(capture):
+        raise UsageError(f"tail reads the database; for the export {capture} use show")
     path = db_path(db)
     waited = follow and not path.exists()
     if waited:
         echo(f"acp-proxy: waiting for {path} to be created by a recording…", err=True)
-    while follow and not path.exists():
-        time.sleep(interval)
+    try:
+        while follow and not path.exists():
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        sys.exit(130)
     store = Store(path)
     cid = store.capture(capture)["id"] if capture else None
     # a database created while we waited is all new: follow it from its start
     last = 0 if waited else store.max_rowid()
     last_err = 0 if waited else store.max_stderr_rowid()
-    history = store.last_frames(min(lines * 50, 100_000) if filtering or match else lines, cid)
-    for f in (
-        [f for f in history if keep(f) and (match is None or match(f))][-lines:] if lines else []
-    ):
+
+    def wanted(f: StoredFrame) -> bool:
+        return bool(keep(f)) and (match is None or match(f))
+
+    for f in [] if waited else _last_matching(store, wanted, lines, cid, last):
         emit(f)
     sys.stdout.flush()
     if not follow:

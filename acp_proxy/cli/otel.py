@@ -99,7 +99,8 @@ def traced_captures(
     db: Path | None, refs: list[str], *, all_: bool, content: bool
 ) -> Iterator[tuple[str, Traced]]:
     """``(label, (spans, resource))`` for each capture asked for."""
-    from acp_proxy.cli.views import _is_export, load_frames
+    from acp_proxy.cli.views import load_frames
+    from acp_proxy.store.refs import is_file_ref
 
     if all_:
         store = open_store(db)
@@ -108,7 +109,7 @@ def traced_captures(
                                               content=content)  # fmt: skip
         return
     for ref in refs or [None]:  # type: ignore[list-item]
-        if _is_export(ref):
+        if is_file_ref(ref):
             yield ref, trace_capture(_file_info(ref), load_frames(db, ref), content=content)
             continue
         store = open_store(db)

@@ -82,6 +82,7 @@ def record(
     elif argv and argv[0].startswith("-"):
         fail(f"no such option: {argv[0]} (the agent command goes after --)", 2)
     recorder_env = live_recorder_env(otlp_endpoint, otel_content)
+    db = db_path(db, relaying=True)
     if upstream is not None:
         if argv:
             fail("give either --upstream URL or an agent command, not both", 2)
@@ -89,7 +90,7 @@ def record(
 
         os._exit(
             record_upstream(
-                db_path(db),
+                db,
                 upstream,
                 label=label,
                 headers=headers,
@@ -106,7 +107,7 @@ def record(
     if grace < 0:
         fail("--grace must be zero or more seconds", 2)
     tune_relay_process()
-    writer = RecorderLink(db_path(db), recorder_env=recorder_env)
+    writer = RecorderLink(db, recorder_env=recorder_env)
     code = 1
     try:
         code = record_stdio(argv, writer, label=label, grace=grace)

@@ -20,9 +20,11 @@ from acp_proxy.cli.common import (
     db_path,
     dump_json,
     echo,
+    expand_path,
     handle_errors,
     json_option,
 )
+from acp_proxy.errors import UsageError
 
 __all__ = ["replay"]
 
@@ -55,6 +57,15 @@ def replay() -> None:
     help="Answer at once, with the recorded gaps, or N times faster than recorded.",
 )
 @click.option(
+    "--max-gap",
+    type=float,
+    default=5.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --timing original or xN: wait at most this long for any one recorded gap "
+    "(a note on stderr says when a gap was cut).",
+)
+@click.option(
     "--listen",
     metavar="HOST:PORT",
     help="Serve WebSocket clients at ws://HOST:PORT/acp (loopback only) instead of stdio.",
@@ -67,6 +78,7 @@ def replay_agent(
     session: str | None,
     match: str,
     timing: str,
+    max_gap: float,
     listen: str | None,
     keep_serving: bool,
 ) -> None:
@@ -92,7 +104,9 @@ def replay_agent(
         serve_websocket,
     )
 
-    pace = Timing.parse(timing)
+    if keep_serving and listen is None:
+        raise UsageError("--keep-serving goes with --listen")
+    pace = Timing.parse(timing, max_gap)
     recording = load_recording(capture, db_path(db), session=session)
     mode = MatchMode(match)
     try:
@@ -136,7 +150,7 @@ def replay_agent(
 @click.option(
     "--cwd",
     "cwd",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    type=click.Path(file_okay=False, path_type=Path),
     help="Run the agent here, and put this directory where the recording's workspace was.",
 )
 @handle_errors
@@ -172,6 +186,10 @@ def replay_client(
         raise click.UsageError("no agent command given (usage: acp-proxy replay client -- CMD ...)")
     if timeout <= 0:
         raise click.UsageError("--timeout must be more than zero seconds")
+    if cwd is not None:
+        cwd = expand_path(cwd)
+        if not cwd.is_dir():
+            raise UsageError(f"--cwd {cwd}: no such directory")
     path = db_path(db)
     recording = load_recording(capture, path)
     outcome = run(

@@ -8,20 +8,20 @@ a ``jsonl`` export such as the samples in ``recordings/``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from acp_proxy.cli.common import (
     CONTEXT,
+    CaptureCommand,
     Progress,
     check_at,
     colour_on,
     db_option,
+    db_path,
     dump_json,
     echo,
     handle_errors,
@@ -34,6 +34,7 @@ from acp_proxy.errors import UsageError
 from acp_proxy.protocol.frames import Frame
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct.views import diffs_json, terminals_json, tools_json
+from acp_proxy.store.refs import is_file_ref, resolve
 from acp_proxy.text.views import diffs_lines, terminals_lines, tools_lines
 
 __all__ = [
@@ -59,39 +60,27 @@ SHOW_VIEWS = (
 )
 
 
-def _is_export(capture: str | None) -> bool:
-    return capture is not None and capture.endswith(".jsonl") and os.path.isfile(capture)
-
-
 def load_frames(db: Path | None, capture: str | None, at: int | None = None) -> Iterator[Frame]:
     """The frames of ``capture`` (up to ``at``), from a ``jsonl`` export or the database."""
-    if _is_export(capture):
-        from acp_proxy.export.jsonl import read_jsonl
-
-        def from_file() -> Iterator[Frame]:
-            assert capture is not None
-            with open(capture, "rb") as f:
-                try:
-                    for frame in read_jsonl(f):
-                        if at is not None and frame.seq > at:
-                            return
-                        yield frame
-                except (orjson.JSONDecodeError, KeyError, ValueError) as e:
-                    raise UsageError(f"{capture}: not a jsonl export ({e})") from e
-
-        return from_file()
-    store = open_store(db)
-    c = store.capture(capture)
+    source = resolve(capture, db_path(db))
+    if source.is_file:
+        return (sf.frame for sf in source.frames(upto_seq=at))
+    c = source.capture
     total = c.get("message_count") or 0
     if at is not None:
         total = min(total, at + 1)
     progress = Progress(f"reading capture {c['id']}", total)
-    return progress.wrap(store.plain_frames(c["id"], upto_seq=at))
+    return progress.wrap(source.plain_frames(upto_seq=at))
 
 
-def load_reconstruction(db: Path | None, capture: str | None, at: int | None) -> Reconstruction:
+def load_reconstruction(
+    db: Path | None, capture: str | None, at: int | None, *, session: str | None = None
+) -> Reconstruction:
     check_at(at)
-    return reconstruct(load_frames(db, capture, at), at=at)
+    r = reconstruct(load_frames(db, capture, at), at=at)
+    if session is not None:
+        r.only_session(session)
+    return r
 
 
 class Ending:
@@ -101,7 +90,7 @@ class Ending:
     def __init__(self, db: Path | None, capture: str | None, at: int | None) -> None:
         self.reason: str | None = None
         self.stderr: list[tuple[int, bytes]] = []
-        if _is_export(capture):
+        if is_file_ref(capture):
             return
         from acp_proxy.store.liveness import capture_state
         from acp_proxy.text.timeline import cut_short
@@ -127,7 +116,7 @@ def at_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _view(
     name: str, doc: str, to_json: Callable[[Reconstruction], Any], to_lines: Callable[..., Any]
 ) -> click.Command:
-    @click.command(name, context_settings=CONTEXT, help=doc)
+    @click.command(name, cls=CaptureCommand, context_settings=CONTEXT, help=doc)
     @db_option
     @json_option
     @at_option
@@ -149,7 +138,13 @@ def _view(
 
 
 def print_view(
-    db: Path | None, capture: str | None, view: str, at: int | None, as_json: bool
+    db: Path | None,
+    capture: str | None,
+    view: str,
+    at: int | None,
+    as_json: bool,
+    *,
+    session: str | None = None,
 ) -> None:
     """``acp-proxy show --view VIEW``: one reconstruction view, as text or JSON."""
     from acp_proxy.reconstruct import views
@@ -174,7 +169,7 @@ def print_view(
     }
     if view not in table:
         raise UsageError(f"no view {view!r} (choose from {', '.join(SHOW_VIEWS)})")
-    r = load_reconstruction(db, capture, at)
+    r = load_reconstruction(db, capture, at, session=session)
     to_json, to_lines = table[view]
     ending = Ending(db, capture, at)
     if as_json:

@@ -236,6 +236,10 @@ def ws(
     if grace < 0:
         raise UsageError("--grace must be zero or more seconds")
     host, port = _parse_listen(listen)
+    if argv:
+        from acp_proxy.transports.stdio import check_command
+
+        check_command(argv)
     check_token(token)
     settings = _settings(max_size, max_queue, ping_interval)
     if max_connections < 1:
@@ -260,7 +264,7 @@ def ws(
     )
     recorder_env = live_recorder_env(otlp_endpoint, otel_content)
     tune_relay_process()
-    writer = RecorderLink(db_path(db), recorder_env=recorder_env)
+    writer = RecorderLink(db_path(db, relaying=True), recorder_env=recorder_env)
     try:
         asyncio.run(_serve_until_signal(config, writer))
     except OSError as e:

@@ -254,7 +254,7 @@ class Agent:
             "terminal/create",
             {
                 "sessionId": SESSION,
-                "command": sys.executable,
+                "command": "python3",  # by name: the same on every machine
                 "args": ["-c", TEST_SCRIPT],
                 "cwd": cwd,
                 "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],

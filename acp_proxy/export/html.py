@@ -554,6 +554,7 @@ def write_html(
     c = capture_row(capture)
     last = r.last_seq if r.last_seq is not None else -1
     shown = range(from_seq, min(last + 1, from_seq + max_frames))
+    name = c["id"] if c["id"] is not None else capture.get("source")
     peers = f"{c['client'] or '?'} ⇄ {c['agent'] or '?'}"
     version = f"ACP v{c['protocol_version']}" if c["protocol_version"] is not None else ""
     duration = "running" if c["duration_s"] is None else f"{c['duration_s']} s"
@@ -562,8 +563,8 @@ def write_html(
     head = [
         "<!doctype html><html lang=en><head><meta charset=utf-8>",
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
-        f"<title>acp-proxy capture {c['id']}</title><style>{_CSS}</style></head><body>",
-        f"<header><h1>Capture {c['id']} · {_e(c['transport'])} · {_e(c['agent_command'])}"
+        f"<title>acp-proxy capture {_e(name)}</title><style>{_CSS}</style></head><body>",
+        f"<header><h1>Capture {_e(name)} · {_e(c['transport'])} · {_e(c['agent_command'])}"
         f"</h1><p>{_e(peers)} {_e(version)}</p><p>started {_e(c['started_at'])} · "
         f"{_e(duration)} · {c['messages']} frames · {_e(c['status'])}"
         + (f" · label {_e(c['label'])}" if c.get("label") else "")

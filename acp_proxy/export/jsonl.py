@@ -1,20 +1,26 @@
-"""Export formats: ``jsonl`` — one JSON object per frame, exact bytes included.
+"""Export formats (layer 4): ``jsonl`` — one JSON object per frame, exact bytes included.
 
 What belongs here: serialising stored frames for other tools and for ``recordings/``, and
 reading such files back (:func:`read_jsonl`), so a sample capture round-trips exactly.
 
-Each line: ``capture`` (uid), ``seq``, ``direction`` (``c2a``/``a2c``), ``t_ns``, either
-``text`` (the exact bytes, when they are valid UTF-8) or ``base64``, ``terminated``,
-``opcode``, ``size`` and the derived fields (``kind``, ``method``, ``id``, ``session_id``,
-``update_kind``, ``tool_call_id``, ``terminal_id``, ``error_code``, ``anomalies``,
-``request_seq``, ``latency_ns``). A frame changed by redaction (``export --redact``,
-docs/sharing.md) also has ``redacted``: ``{"sha256": <hex of the original bytes>,
-"rules": [...]}``; :func:`read_jsonl` ignores it.
+The first line is the capture's metadata (``"record": "capture"``: uid, transport, agent
+command, working directory, times, exit, label, peers, capabilities); then one line per
+frame; then the agent's stderr (``"record": "stderr"``, ``t_ns``, ``text`` or ``base64``)
+and the capture's events (``"record": "event"``, ``t_ns``, ``kind``, ``detail``). A frame
+line has no ``record`` key, as in files written before exports carried the rest, which
+are read as before. Each frame line: ``capture`` (uid), ``seq``, ``direction``
+(``c2a``/``a2c``), ``t_ns``, either ``text`` (the exact bytes, when they are valid UTF-8)
+or ``base64``, ``terminated``, ``opcode``, ``size`` and the derived fields (``kind``,
+``method``, ``id``, ``session_id``, ``update_kind``, ``tool_call_id``, ``terminal_id``,
+``error_code``, ``anomalies``, ``request_seq``, ``latency_ns``). A frame changed by
+redaction (``export --redact``, docs/sharing.md) also has ``redacted``: ``{"sha256": <hex
+of the original bytes>, "rules": [...]}``; readers ignore it.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, Any, NamedTuple
 
@@ -22,25 +28,28 @@ import orjson
 
 from acp_proxy.protocol.frames import Direction, Frame, Opcode
 from acp_proxy.store.reader import StoredFrame
+from acp_proxy.store.refs import JSON_COLUMNS, Source, read_export
 from acp_proxy.text.safe import json_visible_bytes
 
 __all__ = [
     "ExportLine",
+    "capture_object",
     "frame_object",
     "read_jsonl",
     "read_lines",
     "stderr_object",
+    "write_export",
     "write_jsonl",
 ]
 
-
-def stderr_object(t_ns: int, data: bytes) -> dict[str, Any]:
-    """What the agent wrote on stderr at ``t_ns``: ``text`` when valid UTF-8, else
-    ``base64`` (the exact bytes either way)."""
-    try:
-        return {"t_ns": t_ns, "text": data.decode("utf-8")}
-    except UnicodeDecodeError:
-        return {"t_ns": t_ns, "base64": base64.b64encode(data).decode("ascii")}
+# Columns that describe this database's bookkeeping, not the capture: left out of exports.
+_LOCAL = frozenset(
+    {
+        "id", "pid", "proxy_pid", "proxy_start", "recorder_pid", "recorder_start", "rseq",
+        "journal", "journal_number", "c2a_position", "a2c_position", "stderr_position",
+        "started_ns",
+    }
+)  # fmt: skip
 
 
 def frame_object(
@@ -77,6 +86,49 @@ def frame_object(
     return obj
 
 
+def capture_object(c: dict[str, Any]) -> dict[str, Any]:
+    """The metadata line of an export: the capture's columns, JSON columns parsed."""
+    obj: dict[str, Any] = {"record": "capture"}
+    for k, v in c.items():
+        if k in _LOCAL or k == "source":
+            continue
+        if k in JSON_COLUMNS and isinstance(v, str):
+            with contextlib.suppress(orjson.JSONDecodeError):
+                v = orjson.loads(v)
+        obj[k] = v
+    return obj
+
+
+def stderr_object(t_ns: int, data: bytes) -> dict[str, Any]:
+    """What the agent wrote on stderr at ``t_ns``: ``text`` when valid UTF-8, else
+    ``base64`` (the exact bytes either way)."""
+    return {"t_ns": t_ns, **_data(data)}
+
+
+def _data(data: bytes) -> dict[str, Any]:
+    try:
+        return {"text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def write_export(source: Source, out: IO[bytes]) -> int:
+    """A whole capture as a ``jsonl`` export: metadata, frames, stderr, events. Returns the
+    number of frames written."""
+
+    def line(obj: dict[str, Any]) -> None:
+        out.write(json_visible_bytes(orjson.dumps(obj, default=str)) + b"\n")
+
+    c = source.capture
+    line(capture_object(c))
+    n = write_jsonl(source.frames(), c["uid"], out)
+    for t_ns, data in source.stderr():
+        line({"record": "stderr", **stderr_object(t_ns, data)})
+    for ev in source.events():
+        line({"record": "event", "t_ns": ev["t_ns"], "kind": ev["kind"], "detail": ev["detail"]})
+    return n
+
+
 def write_jsonl(
     frames: Iterable[StoredFrame],
     capture_uid: str,
@@ -95,11 +147,11 @@ def write_jsonl(
     return n
 
 
-def read_jsonl(lines: Iterable[bytes]) -> Iterator[Frame]:
-    """Frames from a ``jsonl`` export (``acp-proxy export``), bytes exactly as recorded.
-    A line that is not one raises ``ValueError`` naming the line."""
-    for line in read_lines(lines):
-        yield line.frame
+def read_jsonl(lines: Iterable[bytes], *, name: str = "jsonl") -> Iterator[Frame]:
+    """Frames from a ``jsonl`` export (``acp-proxy export``), bytes exactly as recorded; a
+    line that is not one of an export is a :class:`~acp_proxy.errors.UsageError` naming it."""
+    for f in read_export(lines, name=name).frames:
+        yield f.frame
 
 
 class ExportLine(NamedTuple):
@@ -118,16 +170,20 @@ def read_lines(lines: Iterable[bytes]) -> Iterator[ExportLine]:
         if not line.strip():
             continue
         try:
-            yield _line(number, line)
+            found = _line(number, line)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
             why = f"missing {e}" if isinstance(e, KeyError) else str(e)
             raise ValueError(f"line {number}: {why}") from e
+        if found is not None:
+            yield found
 
 
-def _line(number: int, line: bytes) -> ExportLine:
+def _line(number: int, line: bytes) -> ExportLine | None:
     obj = orjson.loads(line)
     if not isinstance(obj, dict):
         raise ValueError("not a JSON object")
+    if "record" in obj:
+        return None  # the capture's metadata, stderr and events: not frames
     if "text" in obj:
         if not isinstance(obj["text"], str):
             raise ValueError("text is not a string")

@@ -43,7 +43,6 @@ __all__ = [
 BOM = b"\xef\xbb\xbf"
 _WS = b" \t\r\n"
 _SLOW_DUPLICATE_CHECK_LIMIT = 8 * 1024 * 1024
-_MAX_DEPTH = 4000
 _LONE_SURROGATE = re.compile(
     rb"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
     rb"|(?<![0-9a-fA-F]{2})(?<!\\u[dD][89abAB])\\u[dD][c-fC-F][0-9a-fA-F]{2}"
@@ -377,10 +376,7 @@ def _slow_parse(body: bytes, _anomalies: list[str]) -> tuple[Any, list[str]]:
         text = body.decode("utf-8", errors="surrogateescape")
     except UnicodeDecodeError:  # pragma: no cover - surrogateescape accepts every byte
         return _FAILED, found
-    if _depth_exceeds(body, _MAX_DEPTH):
-        found.append("too_deep")
-        return _FAILED, found
-    try:
+    try:  # the C scanner guards its own nesting (RecursionError): no pre-scan needed
         value = json.loads(
             text, object_pairs_hook=pairs, parse_int=integer, parse_constant=constant
         )
@@ -390,30 +386,3 @@ def _slow_parse(body: bytes, _anomalies: list[str]) -> tuple[Any, list[str]]:
     except ValueError:
         return _FAILED, found
     return value, found
-
-
-def _depth_exceeds(body: bytes, limit: int) -> bool:
-    """Cheap upper bound on nesting: brackets outside strings are not told apart here,
-    so count only when the raw bracket count could exceed the limit."""
-    if body.count(b"[") + body.count(b"{") <= limit:
-        return False
-    depth = 0
-    in_str = False
-    esc = False
-    for b in body:
-        if in_str:
-            if esc:
-                esc = False
-            elif b == 0x5C:
-                esc = True
-            elif b == 0x22:
-                in_str = False
-        elif b == 0x22:
-            in_str = True
-        elif b in (0x5B, 0x7B):
-            depth += 1
-            if depth > limit:
-                return True
-        elif b in (0x5D, 0x7D):
-            depth -= 1
-    return False

@@ -105,6 +105,20 @@ class Reconstruction:
     def v2(self) -> bool:
         return (self.protocol_version or 1) >= 2
 
+    def only_session(self, sid: str) -> None:
+        """Keep what belongs to session ``sid`` alone (a view of one session of several)."""
+        self.sessions = {k: v for k, v in self.sessions.items() if k == sid}
+        self.tool_calls = {k: v for k, v in self.tool_calls.items() if k[0] == sid}
+        self.terminals = {k: v for k, v in self.terminals.items() if k[0] == sid}
+        self.permissions = [p for p in self.permissions if p.session_id == sid]
+        self.turns = [t for t in self.turns if t.session_id == sid]
+        self.files.changes = [c for c in self.files.changes if c.session_id == sid]
+        for path in list(self.files.paths):
+            h = self.files.paths[path]
+            h.versions = [v for v in h.versions if v.session_id == sid]
+            if not h.versions:
+                del self.files.paths[path]
+
     # -- driving ------------------------------------------------------------------------
 
     def feed(self, frame: Frame) -> None:

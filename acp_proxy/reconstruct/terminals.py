@@ -28,11 +28,23 @@ from typing import Any
 import pyte
 from wcwidth import wcwidth
 
-__all__ = ["Attrs", "Terminal", "TerminalEvent", "render_cells", "render_screen"]
+__all__ = [
+    "MAX_COLS",
+    "MAX_SCREEN_ROWS",
+    "Attrs",
+    "Terminal",
+    "TerminalEvent",
+    "render_cells",
+    "render_screen",
+]
 
 DEFAULT_COLS = 80
 DEFAULT_ROWS = 24
-_MAX_ROWS = 10_000
+# What the views emulate at most: a recorded size is peer content (100000x10000 would take
+# minutes to render); a bigger one is clamped and the views say so (Terminal.screen_note).
+MAX_COLS = 500
+MAX_SCREEN_ROWS = 1_000
+_MAX_ROWS = 10_000  # with the scrollback
 _Decoder = codecs.getincrementaldecoder("utf-8")
 
 
@@ -108,21 +120,33 @@ class Terminal:
             parts.append(pending.decode("utf-8", "replace"))
         return "".join(parts)
 
+    def _size(self) -> tuple[Any, Any]:
+        if self.size is None:
+            return None, None
+        return self.size.get("cols"), self.size.get("rows")
+
     def screen(self) -> list[str]:
         """The output as a terminal shows it, one string per line (see :func:`render_screen`)."""
-        cols = rows = None
-        if self.size is not None:
-            cols = self.size.get("cols")
-            rows = self.size.get("rows")
+        cols, rows = self._size()
         return render_screen(self.text, cols if isinstance(cols, int) else None, rows)
 
     def screen_cells(self) -> list[list[Attrs]]:
         """:meth:`screen` with each character's attributes (see :func:`render_cells`)."""
-        cols = rows = None
-        if self.size is not None:
-            cols = self.size.get("cols")
-            rows = self.size.get("rows")
+        cols, rows = self._size()
         return render_cells(self.text, cols if isinstance(cols, int) else None, rows)
+
+    @property
+    def screen_note(self) -> str | None:
+        """Why :meth:`screen` is not at the recorded size (None: it is)."""
+        cols, rows = self._size()
+        big_cols = isinstance(cols, int) and cols > MAX_COLS
+        big_rows = isinstance(rows, int) and rows > MAX_SCREEN_ROWS
+        if not (big_cols or big_rows):
+            return None
+        return (
+            f"recorded size {cols}x{rows}; shown at most {MAX_COLS} columns x "
+            f"{MAX_SCREEN_ROWS} rows"
+        )
 
     # -- v2 -----------------------------------------------------------------------------
 
@@ -234,7 +258,8 @@ def _exit_view(status: dict[str, Any]) -> dict[str, Any]:
 def render_screen(text: str, cols: int | None = None, rows: Any = None) -> list[str]:
     """Render terminal output the way a terminal shows it, with ``pyte``.
 
-    The emulator is ``cols`` wide (default 80) and tall enough to keep every line the output
+    The emulator is ``cols`` wide (default 80, at most :data:`MAX_COLS`; ``rows`` at most
+    :data:`MAX_SCREEN_ROWS`) and tall enough to keep every line the output
     wrote (at least ``rows``), so nothing scrolls away: the result is the scrollback plus
     the screen. A line feed also returns the carriage (as a tty's ``onlcr`` does for the
     output of a pipe). Trailing blanks of each line and trailing empty lines are dropped.
@@ -244,8 +269,8 @@ def render_screen(text: str, cols: int | None = None, rows: Any = None) -> list[
     the cost; anything else (carriage returns, cursor moves, erases, tabs, wide
     characters) goes through ``pyte``.
     """
-    width = cols if cols and cols > 0 else DEFAULT_COLS
-    height = rows if isinstance(rows, int) and rows > 0 else DEFAULT_ROWS
+    width = min(cols, MAX_COLS) if cols and cols > 0 else DEFAULT_COLS
+    height = min(rows, MAX_SCREEN_ROWS) if isinstance(rows, int) and rows > 0 else DEFAULT_ROWS
     lines = _plain_layout(text, width)
     if lines is None:
         lines = _emulate(text, width, height)
@@ -275,8 +300,8 @@ Attrs = tuple[str, str, str, bool, bool, bool, bool]
 def render_cells(text: str, cols: int | None = None, rows: Any = None) -> list[list[Attrs]]:
     """The lines of :func:`render_screen` with each character's attributes, always from the
     emulator (so colours set by SGR are kept as attributes, never as the bytes sent)."""
-    width = cols if cols and cols > 0 else DEFAULT_COLS
-    height = rows if isinstance(rows, int) and rows > 0 else DEFAULT_ROWS
+    width = min(cols, MAX_COLS) if cols and cols > 0 else DEFAULT_COLS
+    height = min(rows, MAX_SCREEN_ROWS) if isinstance(rows, int) and rows > 0 else DEFAULT_ROWS
     screen = _screen(text, width, height)
     out: list[list[Attrs]] = []
     for y in range(screen.lines):

@@ -103,6 +103,7 @@ def terminal_json(t: Terminal) -> dict[str, Any]:
         "output_base64": base64.b64encode(bytes(t.output)).decode("ascii"),
         "text": t.text,
         "screen": t.screen(),
+        "screenNote": t.screen_note,
         "toolCallIds": t.tool_call_ids,
         "firstSeq": t.first_seq,
         "startedMs": _ms(t.first_t_ns),

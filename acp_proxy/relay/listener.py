@@ -289,7 +289,7 @@ class _Session:
 
     def _fail(self, status: int, kind: str, message: str, **detail: Any) -> Response:
         self.tap.event(kind, status=status, error=message, request=self._request_event(), **detail)
-        self.tap.close()
+        self.tap.close(end_reason=f"{kind.replace('_', ' ')} {status}")  # refused 401, ...
         self._end()
         what = {"refused": "refused", "upstream_failed": "upstream failed"}.get(kind, kind)
         self._log(f"{what}, HTTP {status}: {message}")
@@ -332,7 +332,7 @@ class _Session:
                 headers=redact_headers(r.headers.raw_items(), keep_secrets=self.keep),
                 request=self._request_event(),
             )
-            self.tap.close()
+            self.tap.close(end_reason=f"upstream refused {r.status_code}")
             self._end()
             self._log(f"upstream {shown} refused, HTTP {r.status_code}; relayed to the client")
             out = Headers(relay_response_headers(r.headers))

@@ -139,6 +139,22 @@ class ClientStandIn:
             step.message.seq,
         )
 
+    def silent(self, step: Step, timeout: float) -> None:
+        """The agent wrote nothing at all while ``step`` waited ``timeout`` seconds."""
+        w = step.wait
+        assert w is not None
+        what = (
+            f"the answer to {self.by_seq[w.request].label()}"
+            if w.request is not None
+            else (w.describe())
+        )
+        self._problem(
+            "agent_silent",
+            f"the agent sent nothing in {timeout:g} s (waited for {what}); "
+            "the replay stopped there",
+            step.message.seq,
+        )
+
     def send(self, step: Step) -> bytes:
         """The bytes of a step, in the live run's terms; noted as sent."""
         m = step.message
@@ -176,15 +192,14 @@ class ClientStandIn:
             return [self._answer(live)]
         return []
 
-    def finish(self, *, unsent: Iterable[Step] = ()) -> None:
+    def finish(self, *, unsent: Iterable[Step] = (), why: str = "the agent went away") -> None:
         left = list(unsent)
         if left:
             shown = ", ".join(s.message.label() for s in left[:4])
             more = f" and {len(left) - 4} more" if len(left) > 4 else ""
             self._problem(
                 "not_sent",
-                f"the agent went away; {len(left)} recorded client message(s) were never "
-                f"sent: {shown}{more}",
+                f"{why}; {len(left)} recorded client message(s) were never sent: {shown}{more}",
                 left[0].message.seq,
             )
         for token, seq in self._pending.items():

@@ -41,6 +41,7 @@ __all__ = [
     "RunSummary",
     "Turn",
     "compare",
+    "nothing_compared",
     "parse_ignore",
     "summarise_run",
     "timing_changes",
@@ -190,6 +191,14 @@ def summarise_run(
         v = _strip(m.value, ignore)
         return mapper.to_recorded(v) if mapper is not None else v
 
+    def session(m: Message) -> str | None:
+        """The session of ``m`` in the recording's terms (whatever ``ignore`` leaves out:
+        the session decides which turn a message belongs to, on both sides alike)."""
+        sid = session_of(m, by_seq)
+        if sid is not None and mapper is not None:
+            return mapper.live_to_rec_sid.get(sid, sid)
+        return sid
+
     for m in messages:
         v = value_of(m)
         if not isinstance(v, dict):
@@ -198,7 +207,7 @@ def summarise_run(
         params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         if m.direction is not A2C:
             if m.kind == Kind.REQUEST and m.method == "session/prompt":
-                sid = str(params.get("sessionId"))
+                sid = str(session(m))
                 n = sessions.setdefault(sid, len(sessions) + 1)
                 turn = Turn(f"turn {len(run.turns) + 1} (session {n})")
                 run.turns.append(turn)
@@ -206,10 +215,11 @@ def summarise_run(
                 prompt_session[m.seq] = sid
             elif m.kind == Kind.ERROR:
                 asked = by_seq.get(m.partner) if m.partner is not None else None
-                turn = _turn_of(asked, current, run) if asked else run.setup
+                turn = current.get(str(session(asked)), run.setup) if asked else run.setup
                 turn.errors.append(f"client answered {m.method} with {_error_text(v)}")
             continue
-        turn = _turn_of(m, current, run, by_seq)
+        owner = session(m)
+        turn = current.get(owner, run.setup) if owner is not None else run.setup
         if m.kind == Kind.NOTIFICATION:
             update = params.get("update")
             if m.method == "session/update" and isinstance(update, dict):
@@ -237,16 +247,6 @@ def summarise_run(
     if detail:
         _details(messages, run, value_of, by_seq, tools)
     return run
-
-
-def _turn_of(
-    m: Message,
-    current: dict[str, Turn],
-    run: RunSummary,
-    by_seq: dict[int, Message] | None = None,
-) -> Turn:
-    sid = session_of(m, by_seq)
-    return current.get(sid, run.setup) if sid is not None else run.setup
 
 
 def _event(turn: Turn, name: str) -> None:
@@ -295,6 +295,18 @@ def _error_text(v: dict[str, Any]) -> str:
     e = v.get("error")
     text = f"{e.get('code')} {e.get('message')}" if isinstance(e, dict) else str(e)
     return text if len(text) <= 72 else text[:71] + "…"
+
+
+def nothing_compared(recorded: RunSummary) -> str | None:
+    """Why comparing against ``recorded`` would compare nothing (None: it compares)."""
+    if not recorded.turns and not recorded.setup.events and not recorded.files:
+        return "the recording holds nothing the agent said"
+    if recorded.turns and not any(t.events for t in recorded.turns):
+        return (
+            f"none of the agent's messages belongs to any of the {len(recorded.turns)} "
+            "recorded turn(s)"
+        )
+    return None
 
 
 def compare(recorded: RunSummary, replayed: RunSummary) -> list[Divergence]:

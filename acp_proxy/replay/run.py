@@ -24,7 +24,14 @@ from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.framing import LineFramer
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.replay.client import ClientStandIn
-from acp_proxy.replay.compare import Divergence, RunSummary, compare, parse_ignore, summarise_run
+from acp_proxy.replay.compare import (
+    Divergence,
+    RunSummary,
+    compare,
+    nothing_compared,
+    parse_ignore,
+    summarise_run,
+)
 from acp_proxy.replay.match import Problem
 from acp_proxy.replay.serve import Recording, load_recording
 
@@ -114,6 +121,7 @@ async def _drive(
     tap.event("spawn", pid=proc.pid, argv=list(argv))
     changed = asyncio.Event()
     agent_gone = asyncio.Event()
+    heard = False  # the agent wrote something on stdout
 
     def send(data: bytes) -> None:
         line = data + b"\n"
@@ -122,10 +130,12 @@ async def _drive(
             stdin.write(line)
 
     async def read_agent() -> None:
+        nonlocal heard
         framer = LineFramer()
         while True:
             chunk = await stdout.read(1 << 20)
             if chunk:
+                heard = True
                 tap.chunk(A2C, chunk)
             else:
                 tap.end_stream(A2C)
@@ -163,6 +173,10 @@ async def _drive(
             state = stand_in.ready(step)
             if state is False:
                 if not await wait_for(lambda s=step: _or_gone(stand_in.ready(s), agent_gone)):
+                    if not heard:  # nobody there: waiting at every later point helps nobody
+                        stand_in.silent(step, timeout)
+                        stand_in.finish(unsent=steps[i:], why="the agent is silent")
+                        return
                     stand_in.give_up(step, f"{timeout:g} s passed")
                 state = stand_in.ready(step)
             if agent_gone.is_set() and state is not True:
@@ -223,7 +237,7 @@ def replay_client(
     patterns = parse_ignore(ignore)
     stand_in = ClientStandIn(recording.messages, cwd=pair, ignore=patterns)
     writer = RecorderLink(db)
-    label = f"replay client of {recording.capture.get('uid', recording.source)}"
+    label = f"replay client of {recording.source}"
     meta = CaptureMeta(transport="stdio", agent_command=list(argv), cwd=os.getcwd(), label=label)
     tap = writer.open_capture(meta)
     code: int | None = None
@@ -240,6 +254,11 @@ def replay_client(
     recorded = summarise_run(recording.messages, ignore=patterns)
     replayed = summarise_run(new.messages, ignore=patterns, mapper=stand_in.mapper)
     divergences = compare(recorded, replayed)
+    empty = nothing_compared(recorded)
+    if empty is not None:
+        stand_in.problems.append(
+            Problem("nothing_compared", f"nothing to compare: {empty}", None, False, ())
+        )
     original_exit = recording.capture.get("exit_code")
     if isinstance(original_exit, int) and code is not None and original_exit != code:
         divergences.append(Divergence("run", "agent exit code", original_exit, code))

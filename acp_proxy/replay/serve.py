@@ -23,13 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from acp_proxy.errors import UsageError
-from acp_proxy.export.jsonl import read_jsonl
-from acp_proxy.protocol.frames import Frame
 from acp_proxy.protocol.framing import LineFramer
 from acp_proxy.protocol.jsonrpc import Kind
 from acp_proxy.replay.agent import AgentStandIn, Emit, MatchMode
 from acp_proxy.replay.match import Message, parse_messages, session_of
-from acp_proxy.store.reader import Store
+from acp_proxy.store.refs import resolve
 from acp_proxy.text.safe import visible
 from acp_proxy.transports.stdio import CHUNK, write_all
 
@@ -71,33 +69,19 @@ class Recording:
 def load_recording(ref: str | None, db: Path, *, session: str | None = None) -> Recording:
     """``ref`` is a path to a ``jsonl`` export, or a capture in ``db`` (id, uid prefix,
     ``-1``; the latest when ``None``)."""
-    frames: list[Frame]
-    capture: dict[str, Any] = {}
-    if ref is not None and (ref.endswith(".jsonl") or os.sep in ref or Path(ref).is_file()):
-        path = Path(ref)
-        if not path.is_file():
-            raise UsageError(f"no recording file {path}")
-        try:
-            with open(path, "rb") as f:
-                frames = list(read_jsonl(f))
-        except (ValueError, KeyError) as e:
-            raise UsageError(f"{path} is not a jsonl export: {e}") from e
-        source = str(path)
-        capture = {"source": source, "uid": path.stem}
-    else:
-        store = Store(db)
-        try:
-            capture = store.capture(ref)
-            frames = [f.frame for f in store.frames(capture["id"])]
-        finally:
-            store.close()
-        source = f"capture {capture['id']}"
+    source = resolve(ref, db)
+    try:
+        frames = [f.frame for f in source.frames()]
+    finally:
+        source.close()
+    capture = source.capture
+    source_name = source.name
     messages = parse_messages(frames)
     if session is not None:
         messages = select_session(messages, session)
     if not messages:
-        raise UsageError(f"{source} holds no messages to replay")
-    return Recording(messages, source, capture)
+        raise UsageError(f"{source_name} holds no messages to replay")
+    return Recording(messages, source_name, capture)
 
 
 def select_session(messages: list[Message], session: str) -> list[Message]:
@@ -122,40 +106,56 @@ class Timing:
     """``fast`` (no waiting), ``original`` (recorded gaps) or ``xN`` (N times faster)."""
 
     speed: float | None
+    max_gap: float | None = None  # seconds: a longer gap (after the speed-up) is cut to this
 
     @classmethod
-    def parse(cls, text: str) -> Timing:
+    def parse(cls, text: str, max_gap: float | None = None) -> Timing:
+        if max_gap is not None and not max_gap > 0:
+            raise UsageError("--max-gap must be more than zero seconds")
         if text == "fast":
-            return cls(None)
+            return cls(None, max_gap)
         if text == "original":
-            return cls(1.0)
+            return cls(1.0, max_gap)
         if text.startswith("x"):
             try:
                 speed = float(text[1:])
             except ValueError:
                 speed = 0.0
             if speed > 0:
-                return cls(speed)
+                return cls(speed, max_gap)
         raise UsageError(f"--timing must be fast, original or xN (like x2 or x0.5), not {text!r}")
 
 
 class _Pacer:
     """Sends agent messages at their recorded offsets from the client message they follow."""
 
-    def __init__(self, timing: Timing) -> None:
+    def __init__(self, timing: Timing, say: Say = _stderr) -> None:
         self.timing = timing
+        self.say = say
         self.anchor_rec = 0
+        self.last_rec = 0  # the recorded time of the last message paced
         self.anchor_live = time.monotonic_ns()
 
     def anchor(self, recorded: Message | None) -> None:
         if recorded is not None:
-            self.anchor_rec = recorded.t_ns
+            self.anchor_rec = self.last_rec = recorded.t_ns
             self.anchor_live = time.monotonic_ns()
 
     async def wait(self, emit: Emit) -> None:
-        if self.timing.speed is None or emit.recorded is None:
+        speed = self.timing.speed
+        if speed is None or emit.recorded is None:
             return
-        offset = (emit.recorded.t_ns - self.anchor_rec) / self.timing.speed
+        t = emit.recorded.t_ns
+        gap = (t - max(self.last_rec, self.anchor_rec)) / speed / 1e9
+        limit = self.timing.max_gap
+        if limit is not None and gap > limit:  # cut the excess out of the recorded time line
+            self.anchor_rec += int((gap - limit) * speed * 1e9)
+            self.say(
+                f"a recorded gap of {gap:.1f} s before #{emit.recorded.seq} was capped at "
+                f"{limit:g} s (--max-gap)"
+            )
+        self.last_rec = max(self.last_rec, t)
+        offset = (t - self.anchor_rec) / speed
         delay = (self.anchor_live + offset - time.monotonic_ns()) / 1e9
         if delay > 0:
             await asyncio.sleep(delay)

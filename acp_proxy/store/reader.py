@@ -126,8 +126,8 @@ class Store:
 
     def captures(self, limit: int | None = None) -> list[dict[str, Any]]:
         sql = "SELECT * FROM captures ORDER BY id DESC"
-        if limit:
-            sql += f" LIMIT {int(limit)}"
+        if limit is not None:
+            sql += f" LIMIT {max(0, int(limit))}"
         rows = list(self.db.query(sql))
         rows.reverse()
         return rows
@@ -150,15 +150,23 @@ class Store:
                 )
             else:
                 rows = list(self.db.query("SELECT * FROM captures WHERE id = ?", [n]))
+                if not rows:  # no such id: a uid prefix that happens to be all digits
+                    rows = self._by_uid(text)
         else:
-            rows = list(
-                self.db.query("SELECT * FROM captures WHERE uid LIKE ? LIMIT 2", [text + "%"])
-            )
-            if len(rows) > 1:
-                raise UsageError(f"capture {text!r} is ambiguous")
+            rows = self._by_uid(text)
         if not rows:
             raise UsageError(f"no capture {text!r} in {self.path}")
         return rows[0]
+
+    def _by_uid(self, prefix: str) -> list[dict[str, Any]]:
+        rows = list(
+            self.db.query(
+                "SELECT * FROM captures WHERE substr(uid, 1, ?) = ? LIMIT 2", [len(prefix), prefix]
+            )
+        )
+        if len(rows) > 1:
+            raise UsageError(f"capture {prefix!r} is ambiguous (give more of its uid)")
+        return rows
 
     def frames(
         self,
@@ -233,6 +241,23 @@ class Store:
         sql += " ORDER BY id DESC LIMIT ?"
         args.append(n)
         return [_stored(r) for r in reversed(self.conn.execute(sql, args).fetchall())]
+
+    def frames_before_rowid(
+        self, rowid: int | None, n: int, capture_id: int | None = None
+    ) -> list[StoredFrame]:
+        """Up to ``n`` frames inserted before ``rowid`` (None: the newest), newest first: a
+        page of a backward scan, for the last N frames that match a filter."""
+        sql = f"SELECT {_FRAME_COLUMNS} FROM messages WHERE 1"
+        args: list[Any] = []
+        if rowid is not None:
+            sql += " AND id < ?"
+            args.append(rowid)
+        if capture_id is not None:
+            sql += " AND capture_id = ?"
+            args.append(capture_id)
+        sql += " ORDER BY id DESC LIMIT ?"
+        args.append(n)
+        return [_stored(r) for r in self.conn.execute(sql, args)]
 
     def max_rowid(self) -> int:
         return int(self.conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])

@@ -137,6 +137,8 @@ def _status(c: dict[str, Any]) -> str:
         return "running"
     elif state == "killed" or c.get("end_reason") == "proxy_gone":
         status = "killed"
+    elif c.get("end_reason") not in (None, "closed", "not_recorded"):
+        status = str(c["end_reason"])  # a connection never relayed: refused 401, ...
     else:
         status = "closed"
     if state == "finishing":
@@ -184,7 +186,8 @@ def cut_short(c: dict[str, Any]) -> str:
 def capture_header(c: dict[str, Any]) -> list[str]:
     started = c["started_at"].replace("T", " ").rstrip("Z")
     lines = [
-        f"capture {c['id']}  {c['transport']}  {_command(c)}",
+        f"capture {c['id'] if c.get('id') is not None else c.get('source')}  "
+        f"{c['transport']}  {_command(c)}",
         f"  started {started} UTC, {_duration(c)}, {c.get('message_count', 0)} frames, "
         f"{_status(c)}" + (f", label {c['label']!r}" if c.get("label") else ""),
     ]

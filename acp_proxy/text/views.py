@@ -139,6 +139,8 @@ def terminals_lines(r: Reconstruction, colour: bool = False) -> Iterator[str | S
             extra.append(f"size {t.size.get('cols')}x{t.size.get('rows')}")
         extra.append(f"{len(t.output)} bytes")
         yield "    " + ", ".join(extra)
+        if t.screen_note:
+            yield f"    ({t.screen_note})"
         if colour:  # the screen's colours, re-emitted from the emulator's cell attributes
             for cells in t.screen_cells():
                 yield Painted("    │ " + screen_line(_sgr_cells(cells), True))

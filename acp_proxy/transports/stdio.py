@@ -21,12 +21,34 @@ from collections.abc import Callable, Sequence
 
 from acp_proxy.errors import AgentSpawnError
 
-__all__ = ["CHUNK", "exit_status", "pump", "spawn_agent", "widen_pipe", "write_all"]
+__all__ = [
+    "CHUNK",
+    "check_command",
+    "exit_status",
+    "pump",
+    "spawn_agent",
+    "widen_pipe",
+    "write_all",
+]
 
 CHUNK = 1 << 20
 _PIPE_SIZE = 1 << 20
 _STOP_POLL_MS = 50
 _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, Linux
+
+
+def check_command(argv: Sequence[str]) -> None:
+    """Refuse, as a shell would (127 not found, 126 not executable), an agent command that
+    cannot be started: for servers that start it later, once per client."""
+    program = argv[0]
+    if os.sep not in program:
+        if shutil.which(program) is None:
+            raise AgentSpawnError(f"agent command not found: {program}", 127)
+        return
+    if not os.path.exists(program):
+        raise AgentSpawnError(f"agent command not found: {program}", 127)
+    if os.path.isdir(program) or not os.access(program, os.X_OK):
+        raise AgentSpawnError(f"agent command cannot be executed: {program}", 126)
 
 
 def spawn_agent(argv: Sequence[str], *, cwd: str | None = None) -> subprocess.Popen[bytes]:

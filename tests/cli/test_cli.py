@@ -72,7 +72,8 @@ def test_show_and_export_round_trip_exact_bytes(db: Path, tmp_path: Path) -> Non
     stored = list(store.frames(1))
     assert [f.raw for f in frames] == [s.raw for s in stored]
     assert [f.direction for f in frames] == [s.direction for s in stored]
-    first = json.loads(out.read_bytes().splitlines()[0])
+    meta, first = (json.loads(x) for x in out.read_bytes().splitlines()[:2])
+    assert meta["record"] == "capture" and meta["uid"] == first["capture"]
     assert first["method"] == "initialize" and first["kind"] == "request" and first["id"] == "0"
     store.close()
 
@@ -81,7 +82,7 @@ def test_export_of_invalid_utf8_uses_base64(db: Path, tmp_path: Path) -> None:
     src = tmp_path / "o.bin"
     src.write_bytes(b"\xff\xfe\n")
     run_proxy(db, peer("echo_agent.py", str(tmp_path / "i.bin"), str(src)))
-    line = json.loads(cli("export", "--db", str(db)).stdout.splitlines()[0])
+    line = json.loads(cli("export", "--db", str(db)).stdout.splitlines()[1])
     assert line["base64"] == "//4=" and "text" not in line
 
 

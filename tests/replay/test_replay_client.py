@@ -130,3 +130,68 @@ def test_a_jsonl_export_drives_the_agent(demo_db: Path, tmp_path: Path) -> None:
 def test_missing_agent_command_is_a_usage_error(demo_db: Path) -> None:
     r = subprocess.run(replay_client_cmd(demo_db, "1"), capture_output=True, text=True)
     assert r.returncode == 2 and "no agent command given" in r.stderr
+
+
+def test_an_agent_minting_fresh_session_ids_replays_clean(demo_db: Path) -> None:
+    r = _replay(demo_db, "1", "--json", agent=[*CHANGED, "fresh"])
+    out = json.loads(r.stdout)
+    assert r.returncode == 0, out["divergences"] + out["problems"]
+    assert out["divergences"] == [] and out["problems"] == []
+    assert out["replayed"] == out["recorded"]
+    assert len(out["recorded"]["turns"]) == 2
+    assert len(out["recorded"]["turns"][0]["tool_calls"]) == 3
+    assert out["recorded"]["turns"][0]["events"]  # the turn's messages were compared
+
+
+def test_ignoring_session_ids_still_compares_the_tool_calls(demo_db: Path) -> None:
+    r = _replay(demo_db, "1", "--ignore", "params.sessionId", agent=[*CHANGED, "fresh"])
+    assert r.returncode == 0, r.stdout
+    assert "compared 2 turn(s), 3 tool call(s)" in r.stdout
+
+
+def test_a_comparison_of_nothing_is_an_error(tmp_path: Path) -> None:
+    """A recording whose agent said nothing in any turn compares nothing: not a pass."""
+    rec = tmp_path / "silent.jsonl"
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}},
+        {"jsonrpc": "2.0", "method": "_x/ping", "params": {}},
+    ]
+    rec.write_text(
+        "".join(
+            json.dumps({"seq": i, "direction": "c2a", "t_ns": i, "text": json.dumps(v)}) + "\n"
+            for i, v in enumerate(lines)
+        )
+    )
+    silent = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+    r = _replay(tmp_path / "ci.sqlite", str(rec), "--timeout", "2", agent=silent)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "nothing to compare" in r.stdout
+
+
+def test_the_report_names_the_file_it_was_given(demo_db: Path, tmp_path: Path) -> None:
+    export = tmp_path / "given.jsonl"
+    subprocess.run(
+        [sys.executable, "-m", "acp_proxy", "export", "1", "--db", str(demo_db), "-o", str(export)],
+        check=True,
+        capture_output=True,
+    )
+    db = tmp_path / "ci.sqlite"
+    r = _replay(db, str(export), "--json", agent=DEMO_AGENT)
+    out = json.loads(r.stdout)
+    assert out["recording"] == str(export)
+    store = Store(db)
+    try:
+        assert store.capture(out["replay_capture"])["label"] == f"replay client of {export}"
+    finally:
+        store.close()
+
+
+def test_an_agent_that_never_answers_fails_fast(demo_db: Path) -> None:
+    mute = [sys.executable, "-c", "import sys; sys.stdin.read()"]
+    r = _replay(demo_db, "1", "--json", "--timeout", "1", agent=mute)
+    assert r.returncode == 1, r.stderr
+    kinds = [p["kind"] for p in json.loads(r.stdout)["problems"]]
+    assert kinds.count("wait_given_up") == 0, kinds  # it did not wait at every point
+    assert "agent_silent" in kinds
+    (silent,) = [p for p in json.loads(r.stdout)["problems"] if p["kind"] == "agent_silent"]
+    assert "sent nothing" in silent["message"] and "initialize" in silent["message"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.skipif(not DEMO.exists(), reason="no recordings/demo-v1
 def test_the_demo_agent_still_behaves_as_recorded(tmp_path: Path) -> None:
     r = subprocess.run(
         [
-            *replay_client_cmd(tmp_path / "ci.sqlite", str(DEMO), "--ignore", "params.command"),
+            *replay_client_cmd(tmp_path / "ci.sqlite", str(DEMO)),
             "--",
             *DEMO_AGENT,
         ],
@@ -27,6 +28,14 @@ def test_the_demo_agent_still_behaves_as_recorded(tmp_path: Path) -> None:
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert r.stdout.splitlines()[-1] == "no divergence"
+
+
+def test_the_sample_holds_no_path_of_the_machine_it_was_made_on() -> None:
+    text = DEMO.read_text()
+    for needle in ("/bin/python", "/venv", "/home/", "/work/", "/root/"):
+        assert needle not in text, needle
+    meta = json.loads(text.splitlines()[0])
+    assert meta["record"] == "capture" and meta["agent_command"][0] == "python3"
 
 
 def test_the_demo_client_runs_against_the_sample(tmp_path: Path) -> None:

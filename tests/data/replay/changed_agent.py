@@ -1,13 +1,15 @@
 """The demo agent with one deliberate change, for replay tests (``changed_agent.py MODE``).
 
 MODE: ``status`` (the test run's tool call fails), ``stop`` (turn 1 ends with ``refusal``),
-``title`` (a tool call has another title), ``ask`` (it also reads a file it never read before).
+``title`` (a tool call has another title), ``ask`` (it also reads a file it never read before),
+``fresh`` (no change but a new session id per ``session/new``, as real agents mint them).
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
+import uuid
 from typing import Any
 
 from acp_proxy.demo import agent as demo
@@ -37,4 +39,6 @@ class Changed(demo.Agent):
 
 
 if __name__ == "__main__":
+    if MODE == "fresh":
+        demo.SESSION = f"sess_{uuid.uuid4().hex}"
     Changed().run()
