@@ -131,7 +131,15 @@ def write_export(
         for line in summary_lines(redactor, len(notes), len(stored)):
             echo(f"acp-proxy: {line}", err=True)
     if fmt == "jsonl":
+        import orjson
+
+        from acp_proxy.export.jsonl import capture_object
+        from acp_proxy.text.safe import json_visible_bytes
+
         buf = io.BytesIO()
+        # the capture's metadata as redacted; its stderr and events are left out of a
+        # redacted export (free text that the frame rules do not cover)
+        buf.write(json_visible_bytes(orjson.dumps(capture_object(c), default=str)) + b"\n")
         n = write_jsonl(stored, c["uid"], buf, notes)
         _write(buf.getvalue(), output, f"{n} frames")
     elif fmt == "html":

@@ -28,7 +28,7 @@ from acp_proxy.cli.common import (
 )
 from acp_proxy.errors import UsageError
 from acp_proxy.store.reader import Store, StoredFrame
-from acp_proxy.store.refs import is_file_ref, resolve
+from acp_proxy.store.refs import ExportStore, is_file_ref, resolve
 from acp_proxy.text.style import Styled
 
 __all__ = ["captures", "show", "tail"]
@@ -245,11 +245,13 @@ def show(
         raise UsageError("--at takes a frame number (seq) of zero or more")
     if from_seq is not None and from_seq < 0:
         raise UsageError("--from takes a frame number (seq) of zero or more")
-    if is_file_ref(capture):
-        _show_file(db, capture, at, as_json, wall, with_stderr, FrameFilter(**filters))
-        return
-    store = open_store(db)
-    c = store.capture(capture)
+    store: Any
+    if is_file_ref(capture):  # an export reads as the database does: the same timeline
+        source = resolve(capture, db_path(db))
+        store, c = ExportStore(source), source.capture
+    else:
+        store = open_store(db)
+        c = store.capture(capture)
     ended = capture_state(c) != "recording"
     first_t = None if since is None else _since(since, c["started_at"])
     keep = FrameFilter(**filters)
@@ -280,11 +282,11 @@ def show(
             c,
             merged(frames, False, False),
             merged(iter(()), False, show_stderr),
-            merged(iter(()), not filtering, False),
+            merged(iter(()), True, False),  # events stay: they are the lifecycle
             match,
         )
         return
-    items = merged(frames, not filtering, show_stderr)
+    items = merged(frames, True, show_stderr)  # events stay with any filter
     started = c["started_at"] if wall else None
     width = seq_width(max(c.get("message_count") or 0, 1) - 1)
     with paged(not no_pager):
@@ -314,47 +316,6 @@ def show(
                         )
                     )
                 )
-
-
-def _show_file(
-    db: Path | None,
-    capture: str | None,
-    at: int | None,
-    as_json: bool,
-    wall: bool,
-    with_stderr: bool | None,
-    keep: Any,
-) -> None:
-    """``show FILE.jsonl``: the timeline of an export (its frames, events and stderr)."""
-    from acp_proxy.export.jsonl import frame_object
-    from acp_proxy.text.timeline import capture_header, event_line, frame_line
-
-    source = resolve(capture, db_path(db))
-    c = source.capture
-    if as_json:
-        frames = (f for f in source.frames(upto_seq=at) if keep(f))
-        dump_json({"capture": c, "frames": [frame_object(f, c["uid"]) for f in frames]})
-        return
-    for line in capture_header(c):
-        echo(line)
-    started = c["started_at"] if wall else None
-    events = source.events()
-    last_t: int | None = None
-    for f in source.frames(upto_seq=at):
-        last_t = f.frame.t_ns
-        while events and events[0]["t_ns"] <= last_t:
-            echo(event_line(events.pop(0), started_at=started))
-        if keep(f):
-            echo(frame_line(f, started))
-    for ev in events:
-        if at is not None and (last_t is None or ev["t_ns"] > last_t):
-            break  # after frame SEQ: not yet happened then
-        echo(event_line(ev, started_at=started))
-    if with_stderr:
-        for t, data in source.stderr():
-            if at is not None and (last_t is None or t > last_t):
-                break
-            echo(data.decode("utf-8", "replace"), nl=False)
 
 
 def _show_json(
@@ -505,7 +466,7 @@ def tail(
     path = db_path(db)
     waited = follow and not path.exists()
     if waited:
-        echo(f"acp-proxy: waiting for {path} to be created by a recording…", err=True)
+        echo(f"acp-proxy: waiting for {path} to be created (Ctrl-C to stop)", err=True)
     try:
         while follow and not path.exists():
             time.sleep(interval)

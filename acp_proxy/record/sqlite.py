@@ -271,7 +271,7 @@ class Database:
     def _fields(self, r: CaptureFields) -> None:
         fields = {k: v for k, v in r.fields.items() if k in _SETTABLE}
         if "end_reason" in fields:
-            fields["finished_at"] = now_iso()
+            fields.setdefault("finished_at", now_iso())  # an import carries its own
         if not fields:
             return
         cols = ", ".join(f"{k} = ?" for k in fields)

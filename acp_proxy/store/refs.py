@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -27,9 +28,17 @@ import orjson
 from acp_proxy.errors import UsageError
 from acp_proxy.protocol.frames import Direction, Frame, Opcode
 from acp_proxy.protocol.jsonrpc import classify
-from acp_proxy.store.reader import Store, StoredFrame
+from acp_proxy.store.reader import UNANSWERED, Store, StoredFrame
 
-__all__ = ["JSON_COLUMNS", "Export", "Source", "is_file_ref", "read_export", "resolve"]
+__all__ = [
+    "JSON_COLUMNS",
+    "Export",
+    "ExportStore",
+    "Source",
+    "is_file_ref",
+    "read_export",
+    "resolve",
+]
 
 # Capture columns that hold JSON text in the database (parsed in an export's metadata).
 JSON_COLUMNS = frozenset(
@@ -152,6 +161,57 @@ def resolve(ref: str | None, db: Path) -> Source:
         store.close()
         raise
     return Source(capture, f"capture {capture['id']}", store=store)
+
+
+class ExportStore:
+    """A ``jsonl`` export read the way the timeline reads the database (:class:`Store`'s
+    ``frames``, ``events``, ``stderr``, ``unanswered``), so ``show FILE`` and ``show`` of the
+    capture it came from print the same lines. A request is unanswered when no frame's
+    ``request_seq`` points back to it, as in the database."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self._answered: set[int] | None = None
+
+    def answered(self) -> set[int]:
+        if self._answered is None:
+            self._answered = {
+                f.request_seq for f in self.source.frames() if f.request_seq is not None
+            }
+        return self._answered
+
+    def frames(
+        self,
+        capture_id: Any = None,
+        *,
+        after_seq: int = -1,
+        upto_seq: int | None = None,
+        limit: int | None = None,
+        from_t_ns: int | None = None,
+        ended: bool = False,
+    ) -> Iterator[StoredFrame]:
+        n = 0
+        for f in self.source.frames(upto_seq):
+            if f.seq <= after_seq or (from_t_ns is not None and f.frame.t_ns < from_t_ns):
+                continue
+            if ended and self._open(f) and UNANSWERED not in f.anomalies:
+                f = dataclasses.replace(f, anomalies=(*f.anomalies, UNANSWERED))
+            yield f
+            n += 1
+            if limit is not None and n >= limit:
+                return
+
+    def _open(self, f: StoredFrame) -> bool:
+        return f.kind == "request" and f.seq not in self.answered()
+
+    def unanswered(self, capture_id: Any = None) -> list[tuple[int, str | None]]:
+        return [(f.seq, f.method) for f in self.source.frames() if self._open(f)]
+
+    def events(self, capture_id: Any = None) -> list[dict[str, Any]]:
+        return self.source.events()
+
+    def stderr(self, capture_id: Any = None) -> list[tuple[int, bytes]]:
+        return self.source.stderr()
 
 
 def read_export(lines: Iterable[bytes], *, name: str = "jsonl") -> Export:

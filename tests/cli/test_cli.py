@@ -103,6 +103,8 @@ def test_tail_follows_a_recording_in_progress(db: Path) -> None:
         proc.stdout.readline()
         assert tail.stdout is not None
         line = tail.stdout.readline()  # arrives while the agent is still running
+        while " ── capture " in line:  # tail -f announces the capture starting first
+            line = tail.stdout.readline()
         assert "ready" in line and "notification" in line
         assert proc.poll() is None
         proc.terminate()

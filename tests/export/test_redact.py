@@ -81,8 +81,10 @@ def test_every_secret_class_is_recorded_then_none_is_exported(
     # neither half of the split key is left either
     assert secret_agent.ANTHROPIC[:half].encode() not in data
     assert secret_agent.ANTHROPIC[half:].encode() not in data
-    for line in data.splitlines():  # valid JSON-RPC on every line
+    for line in data.splitlines():  # valid JSON-RPC on every frame line
         obj = json.loads(line)
+        if "record" in obj:  # the capture's metadata line: no frame
+            continue
         message = json.loads(obj["text"])
         assert message["jsonrpc"] == "2.0"
         assert "method" in message or "id" in message
@@ -95,7 +97,8 @@ def test_every_secret_class_is_recorded_then_none_is_exported(
 def test_one_secret_is_one_placeholder_everywhere(leaky_db: Path, tmp_path: Path) -> None:
     out = tmp_path / "shared.jsonl"
     assert cli("export", "--db", str(leaky_db), "--redact", "-o", str(out)).returncode == 0
-    texts = [json.loads(line)["text"] for line in out.read_bytes().splitlines()]
+    objs = [json.loads(line) for line in out.read_bytes().splitlines()]
+    texts = [o["text"] for o in objs if "record" not in o]
     env = next(t for t in texts if '"terminal/create"' in t)
     name = json.loads(env)["params"]["env"][-1]
     # named by the first rule that met it (the tool call's "token" came first)
@@ -125,6 +128,8 @@ def test_redacted_frames_carry_the_sha256_of_their_original_bytes(
     changed = 0
     for line in out.read_bytes().splitlines():
         obj = json.loads(line)
+        if "record" in obj:
+            continue
         raw = obj["text"].encode()
         if "redacted" in obj:
             changed += 1
