@@ -103,7 +103,9 @@ def prune(db: Path | None, older: str, vacuum: bool, dry_run: bool) -> None:
             f"--older-than wants an age such as 30d, 12h, 2w, 90m, not {older!r}"
         ) from None
     store, conn = _writable(db)
-    stamp = cutoff.strftime("%Y-%m-%dT%H:%M:%S")
+    # the format captures are stored in (milliseconds, Z): compared as text, a cutoff cut
+    # at the second would miss what started within that second
+    stamp = cutoff.strftime("%Y-%m-%dT%H:%M:%S.") + f"{cutoff.microsecond // 1000:03d}Z"
     found = list(store.db.query("SELECT * FROM captures WHERE started_at < ? ORDER BY id", [stamp]))
     if not found:
         echo(f"no captures started before {stamp.replace('T', ' ')} UTC", err=True)

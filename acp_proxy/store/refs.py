@@ -1,4 +1,4 @@
-"""What a ``CAPTURE`` argument names (layer 2): one rule for every command.
+"""What a ``CAPTURE`` argument names: one rule for every command.
 
 What belongs here: :func:`resolve`, which turns the text a user gave (a capture id, a uid
 prefix, ``-1``/``latest``, or the path of a ``jsonl`` export) into a :class:`Source` with

@@ -60,7 +60,14 @@ class SseFramer:
         return out
 
     def end(self) -> SseEvent | None:
-        """The stream ended: what is left of an unfinished event (dispatched by nobody)."""
+        """The stream ended: what is left of an unfinished event (dispatched by nobody).
+        A ``\\r`` that was waiting for a ``\\n`` is a line end after all: when it was the
+        empty line that ends an event, that event is whole."""
+        if not self._oversize and self._buf.endswith(b"\r"):
+            done: list[SseEvent] = []
+            self._lines(done, final=True)
+            if done and not self._buf:
+                return done[-1]
         rest = bytes(self._buf)
         self._buf.clear()
         self._scan = 0
@@ -70,7 +77,7 @@ class SseFramer:
             return None
         return SseEvent(rest, data, self._oversize, complete=False)
 
-    def _lines(self, out: list[SseEvent]) -> None:
+    def _lines(self, out: list[SseEvent], final: bool = False) -> None:
         buf = self._buf
         while True:
             start = self._scan
@@ -78,8 +85,11 @@ class SseFramer:
             cr = buf.find(b"\r", start, lf if lf >= 0 else len(buf))
             if cr >= 0:
                 if cr + 1 == len(buf):
-                    break  # a \r at the end: is a \n next?
-                line_end, nxt = cr, cr + (2 if buf[cr + 1] == 0x0A else 1)
+                    if not final:
+                        break  # a \r at the end: is a \n next?
+                    line_end, nxt = cr, cr + 1
+                else:
+                    line_end, nxt = cr, cr + (2 if buf[cr + 1] == 0x0A else 1)
             elif lf >= 0:
                 line_end, nxt = lf, lf + 1
             else:

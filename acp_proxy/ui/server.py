@@ -429,7 +429,8 @@ class _Handler(BaseHTTPRequestHandler):
             body = page.getvalue().encode("utf-8")
             self._download(body, "text/html; charset=utf-8", f"{name}.html", EXPORT_CSP)
         elif fmt == "jsonl":
-            from acp_proxy.export.jsonl import write_jsonl
+            from acp_proxy.export.jsonl import write_export
+            from acp_proxy.store.refs import Source
 
             self.send_response(200)
             self.send_header("Content-Type", "application/x-ndjson")
@@ -441,7 +442,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.close_connection = True
             if self.command != "HEAD":
-                write_jsonl(store.frames(cid), c["uid"], self.wfile)  # type: ignore[arg-type]
+                # what export --format jsonl writes: metadata, frames, stderr, events
+                source = Source(c, f"capture {cid}", store=store)
+                write_export(source, self.wfile)  # type: ignore[arg-type]
         elif fmt in ("patch", "asciicast"):
             folds = self.server.state.folds
             with folds.lock:

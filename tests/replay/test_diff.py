@@ -184,7 +184,8 @@ def test_other_session_ids_and_workspaces_are_not_differences(runs: Path, tmp_pa
     lines = []
     for line in export.read_text().splitlines():
         obj = json.loads(line)
-        obj["text"] = obj["text"].replace("sess_demo_1", "sess-from-elsewhere-42")
+        if "text" in obj:  # frames and stderr; the metadata line has none
+            obj["text"] = obj["text"].replace("sess_demo_1", "sess-from-elsewhere-42")
         lines.append(json.dumps(obj))
     export.write_text("\n".join(lines) + "\n")
     r = cli("diff", "--db", str(runs), "1", str(export))

@@ -116,3 +116,12 @@ def test_an_oversize_event_ends_at_its_empty_line() -> None:
         b"after",
         False,
     )
+
+
+def test_a_carriage_return_at_the_very_end_still_ends_the_event() -> None:
+    # found by the property test: "\r" waits for a "\n" that never comes; at the end of
+    # the stream it is the empty line that dispatches the event
+    framer = SseFramer(1 << 20)
+    assert framer.feed(b"data: \n\r") == []
+    last = framer.end()
+    assert last is not None and last.complete and last.data == b"" and last.raw == b"data: \n\r"
