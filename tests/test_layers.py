@@ -25,6 +25,9 @@ LAYERS = {
     "record.core": 1,
     "record.rows": 1,
     "record.wire": 1,
+    "check": 1,
+    "check.source": 3,
+    "check.refresh": 3,
     "store": 2,
     "transports": 2,
     "record": 2,
@@ -48,6 +51,10 @@ PURE = (
     "record.core",
     "record.rows",
     "record.wire",
+    "check.core",
+    "check.rules",
+    "check.schemas",
+    "check.report",
 )
 IO_MODULES = {
     "asyncio",

@@ -32,6 +32,7 @@ COMMANDS = {
     "ws": "acp_proxy.cli.ws:ws",
     "replay": "acp_proxy.cli.replay:replay",
     "demo": "acp_proxy.cli.demo:demo",
+    "check": "acp_proxy.cli.check:check",
 }
 
 

@@ -1,0 +1,77 @@
+"""Where ``acp-proxy check`` reads frames from (layer 3): a capture in a recordings
+database, or a ``jsonl`` export (:func:`acp_proxy.export.jsonl.read_jsonl`).
+
+What belongs here: turning either into ``(Frame, recorder flags)`` pairs in ``seq`` order,
+one capture at a time, so the pure :class:`~acp_proxy.check.core.Checker` never knows where
+they came from. The recorder's flags (``split``, ``truncated``, ``resumed``...) come from the
+stored ``anomalies``, so a frame the recorder could not keep whole is not blamed on a peer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from acp_proxy.errors import UsageError
+from acp_proxy.export.jsonl import read_jsonl
+from acp_proxy.protocol.frames import Frame
+from acp_proxy.store.reader import Store
+
+__all__ = ["Capture", "from_jsonl", "from_store"]
+
+Pair = tuple[Frame, tuple[str, ...]]
+
+
+@dataclass(slots=True)
+class Capture:
+    """One capture to check: a name for reports and its frames (read lazily)."""
+
+    name: str
+    frames: Iterator[Pair]
+
+
+def from_store(store: Store, refs: list[str], every: bool) -> Iterator[Capture]:
+    rows = store.captures() if every else [store.capture(r) for r in refs or [None]]  # type: ignore[list-item]
+    for c in rows:
+        yield Capture(
+            f"capture {c['id']} ({c['uid'][:12]})",
+            ((f.frame, f.anomalies) for f in store.frames(c["id"])),
+        )
+
+
+def from_jsonl(path: Path) -> Iterator[Capture]:
+    """The captures of a ``jsonl`` export, split by its ``capture`` field."""
+    try:
+        handle = path.open("rb")
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from e
+    with handle:
+        current: str | None = None
+        frames: list[Pair] = []
+        for n, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+                frame = next(read_jsonl([line]))
+            except (orjson.JSONDecodeError, KeyError, ValueError, TypeError) as e:
+                raise UsageError(f"{path}:{n}: not a jsonl export line ({e})") from e
+            flags = obj.get("anomalies") if isinstance(obj, dict) else None
+            uid = str(obj.get("capture", "")) if isinstance(obj, dict) else ""
+            if current is not None and uid != current:
+                yield Capture(f"{path.name} capture {current[:12]}", iter(frames))
+                frames = []
+            current = uid
+            frames.append(
+                (
+                    frame,
+                    tuple(x for x in flags if isinstance(x, str))
+                    if isinstance(flags, list)
+                    else (),
+                )
+            )
+        if current is not None:
+            yield Capture(f"{path.name} capture {current[:12]}", iter(frames))
