@@ -180,7 +180,8 @@ class Checker:
         self._seq = frame.seq
         self._raw = frame.raw
         self.frames += 1
-        self._last[frame.direction] = frame
+        if not _INCOMPLETE.intersection(flags):
+            self._last[frame.direction] = frame
         try:
             self._frame(frame, flags)
         except Exception as e:  # a hostile value we did not foresee: say so, never crash
@@ -262,7 +263,8 @@ class Checker:
             return
         info = classify(frame.raw)
         anomalies = info.anomalies
-        if info.kind == Kind.INVALID and ("not_json" in anomalies or "empty" in anomalies):
+        unreadable = info.kind == Kind.INVALID and ("not_json" in anomalies or "empty" in anomalies)
+        if unreadable or ("leading_noise" in anomalies and _trailing(frame.raw)):
             if "empty" in anomalies:
                 self._add("framing.empty-line", side, "an empty line")
                 return
@@ -275,6 +277,8 @@ class Checker:
             self._seq, self._raw = frame.seq, frame.raw
         for a in anomalies:
             rid = _FRAMING.get(a)
+            if a == "no_version" and "not_jsonrpc" in anomalies:
+                continue  # not a message at all: said once, by rpc.not-jsonrpc
             if rid is not None:
                 self._add(rid, side, _REASON[rid])
         if info.kind == Kind.BATCH:
@@ -561,6 +565,8 @@ class Checker:
             self._capabilities(method, params, d)
         if s is None:
             return
+        if d is Direction.AGENT_TO_CLIENT and method in ("session/prompt", "session/cancel"):
+            return  # not a client's turn (schema.method said so)
         if method == "session/prompt" and info.kind == Kind.REQUEST:
             if self.version == 1 and s.prompt is not None:
                 self._add(

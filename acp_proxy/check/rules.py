@@ -169,7 +169,6 @@ _LIST = [
         "sender",
         "an error object that is not JSON-RPC {code: integer, message: string}",
         "https://www.jsonrpc.org/specification#error_object",
-        covers_schema=True,
     ),
     _r(
         "rpc.unpaired-response",
