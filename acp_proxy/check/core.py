@@ -114,12 +114,17 @@ class _Session:
     seen_terminals: set[str] = field(default_factory=set)
 
 
+_SIDE = {Direction.CLIENT_TO_AGENT: "client", Direction.AGENT_TO_CLIENT: "agent"}
+_OTHER = {Direction.CLIENT_TO_AGENT: "agent", Direction.AGENT_TO_CLIENT: "client"}
+_INT64 = range(-(2**63), 2**63)
+
+
 def _sender(direction: Direction) -> str:
-    return direction.sender
+    return _SIDE[direction]
 
 
 def _receiver(direction: Direction) -> str:
-    return direction.opposite.sender
+    return _OTHER[direction]
 
 
 def _excerpt(raw: bytes) -> str:
@@ -180,7 +185,7 @@ class Checker:
         self._seq = frame.seq
         self._raw = frame.raw
         self.frames += 1
-        if not _INCOMPLETE.intersection(flags):
+        if not flags or not _INCOMPLETE.intersection(flags):
             self._last[frame.direction] = frame
         try:
             self._frame(frame, flags)
@@ -255,7 +260,7 @@ class Checker:
     def _frame(self, frame: Frame, flags: Sequence[str]) -> None:
         d = frame.direction
         side = _sender(d)
-        if _INCOMPLETE.intersection(flags):
+        if flags and _INCOMPLETE.intersection(flags):
             self._incomplete += 1
             return
         if frame.opcode is not None and frame.opcode.value == "binary":
@@ -281,6 +286,8 @@ class Checker:
                 continue  # not a message at all: said once, by rpc.not-jsonrpc
             if rid is not None:
                 self._add(rid, side, _REASON[rid])
+        if "big_int" in anomalies:  # exact integers kept as their text: numbers again
+            info.value = _numbers(info.value)
         if info.kind == Kind.BATCH:
             self._batch(frame, info)
             return
@@ -458,8 +465,11 @@ class Checker:
         s = self._schemas(self.unstable)
         if s is None:
             return
-        if "id" in body and not s.is_valid("RequestId", body["id"]):
-            self._add("schema.invalid", side, f"id {info.id} is not a valid request id")
+        if "id" in body:
+            ident = body["id"]
+            plain = ident.__class__ is str or (ident.__class__ is int and ident in _INT64)
+            if not plain and not s.is_valid("RequestId", ident):
+                self._add("schema.invalid", side, f"id {info.id} is not a valid request id")
         if method.startswith("_") or (method.startswith("$/") and s.lookup(method, side) is None):
             return  # extensions, and protocol messages receivers may ignore
         mt = s.lookup(method, side)
@@ -708,6 +718,8 @@ class Checker:
         self, frame: Frame, s: _Session, sid: str, update: dict[str, Any], side: str
     ) -> None:
         kind = update.get("sessionUpdate")
+        if not isinstance(kind, str):
+            return  # the schema says what is wrong with it
         if self.version == 1:
             tid = update.get("toolCallId")
             if kind == "tool_call" and isinstance(tid, str):
@@ -870,6 +882,21 @@ class Checker:
                 f"the cancel at frame {cancel.seq} took {waited:.1f} s",
                 [cancel.seq],
             )
+
+
+def _numbers(value: Any) -> Any:
+    """``value`` with every number the tolerant parser kept as text (a ``str`` subclass)
+    made a number again, so the validator sees the JSON value the peer sent."""
+    if isinstance(value, dict):
+        return {k: _numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_numbers(v) for v in value]
+    if isinstance(value, str) and value.__class__ is not str:
+        try:
+            return int(value)
+        except ValueError:
+            return float(value)
+    return value
 
 
 def _joins(broken: list[tuple[int, bytes]], i: int) -> int:

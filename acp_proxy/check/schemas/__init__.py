@@ -83,6 +83,8 @@ class Schemas:
         self.root = root
         self.methods = _index(root)
         self._map: Any = None
+        self._lookups: dict[tuple[str, str], MethodType | None] = {}
+        self._validator: dict[str, Any] = {}
 
     def _validators(self) -> Any:
         if self._map is None:
@@ -93,15 +95,28 @@ class Schemas:
 
     def lookup(self, method: str, sender: str) -> MethodType | None:
         """The method as sent by ``sender`` (``client`` or ``agent``)."""
+        key = (method, sender)
+        try:
+            return self._lookups[key]
+        except KeyError:
+            pass
         handler = "agent" if sender == "client" else "client"
-        return self.methods.get((method, handler)) or self.methods.get((method, "protocol"))
+        found = self.methods.get((method, handler)) or self.methods.get((method, "protocol"))
+        if len(self._lookups) < 4096:  # method names come from peers: bounded
+            self._lookups[key] = found
+        return found
 
     def handled_by(self, method: str) -> set[str]:
         return {side for (m, side) in self.methods if m == method}
 
     def is_valid(self, definition: str, value: Any) -> bool:
-        v = self._validators().get(f"#/$defs/{definition}")
-        return v is None or bool(v.is_valid(value))
+        v = self._validator.get(definition)
+        if v is None:
+            v = self._validator[definition] = self._validators().get(f"#/$defs/{definition}")
+        try:
+            return v is None or bool(v.is_valid(value))
+        except (ValueError, OverflowError, RecursionError):  # a value it cannot take in
+            return False
 
     def explain(self, definition: str, value: Any, limit: int = 3) -> list[str]:
         """Why ``value`` fails ``definition``: at most ``limit`` reasons, each with the path
@@ -115,12 +130,15 @@ class Schemas:
         if v is None:
             return []
         out: list[str] = []
-        for err in v.iter_errors(value):
-            where = [*at, *err.instance_path]
-            deeper = self._branch(list(err.schema_path), err.instance, where, limit, depth)
-            out.extend(deeper or [_reason(where, err.message)])
-            if len(out) >= limit:
-                break
+        try:
+            for err in v.iter_errors(value):
+                where = [*at, *err.instance_path]
+                deeper = self._branch(list(err.schema_path), err.instance, where, limit, depth)
+                out.extend(deeper or [_reason(where, err.message)])
+                if len(out) >= limit:
+                    break
+        except (ValueError, OverflowError, RecursionError) as e:
+            out.append(_reason(at, f"cannot be validated ({e})"))
         return out[:limit]
 
     def _branch(
