@@ -67,3 +67,19 @@ def test_forced_version_checks_v1_traffic_as_v2() -> None:
     case = CASES[0]  # clean v1
     rules = {r for r, _ in found(case, version=2)}
     assert "schema.invalid" in rules
+
+
+def test_docs_describe_every_rule_with_its_severity_and_side() -> None:
+    from support.paths import TESTS
+
+    text = (TESTS.parent / "docs" / "check.md").read_text()
+    rows = {
+        line.split("|")[1].strip().strip("`"): line
+        for line in text.splitlines()
+        if line.startswith("| `")
+    }
+    assert set(rows) == set(RULES)
+    for rule_id, rule in RULES.items():
+        cells = [c.strip() for c in rows[rule_id].split("|")]
+        assert cells[2] == rule.severity and cells[3] == rule.side, rule_id
+        assert rule.spec.split("#")[0] in rows[rule_id], rule_id
