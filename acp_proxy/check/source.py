@@ -9,18 +9,20 @@ stored ``anomalies``, so a frame the recorder could not keep whole is not blamed
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 
+from acp_proxy.check.core import Checker
+from acp_proxy.check.rules import Finding
 from acp_proxy.errors import UsageError
 from acp_proxy.export.jsonl import read_jsonl
 from acp_proxy.protocol.frames import Frame
-from acp_proxy.store.reader import Store
+from acp_proxy.store.reader import Store, StoredFrame
 
-__all__ = ["Capture", "from_jsonl", "from_store"]
+__all__ = ["Capture", "by_seq", "check_stored", "from_jsonl", "from_store"]
 
 Pair = tuple[Frame, tuple[str, ...]]
 
@@ -75,3 +77,22 @@ def from_jsonl(path: Path) -> Iterator[Capture]:
             )
         if current is not None:
             yield Capture(f"{path.name} capture {current[:12]}", iter(frames))
+
+
+def check_stored(frames: Iterable[StoredFrame]) -> list[Finding]:
+    """Every finding of one capture's stored frames (what ``show --check`` and the HTML
+    report mark)."""
+    checker = Checker()
+    for f in frames:
+        checker.feed(f.frame, f.anomalies)
+    checker.finish()
+    return checker.findings
+
+
+def by_seq(findings: Iterable[Finding]) -> dict[int, list[Finding]]:
+    """Findings by the frame they are about (those about the capture as a whole left out)."""
+    out: dict[int, list[Finding]] = {}
+    for f in findings:
+        if f.seq is not None:
+            out.setdefault(f.seq, []).append(f)
+    return out

@@ -50,11 +50,13 @@ def export(
     from acp_proxy.export.jsonl import write_jsonl
 
     if fmt == "html":
+        from acp_proxy.check.source import check_stored
         from acp_proxy.export.html import render_html
 
         store = open_store(db)
         c = store.capture(capture)
-        page = render_html(c, store.frames(c["id"]))
+        stored = list(store.frames(c["id"]))
+        page = render_html(c, stored, check_stored(stored))
         if output is not None:
             with open_private(output) as out:
                 out.write(page.encode("utf-8"))

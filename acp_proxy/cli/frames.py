@@ -81,6 +81,12 @@ def captures(db: Path | None, as_json: bool, limit: int | None) -> None:
     help="What to show: the frames, or what the user saw (turns, tool calls, permissions…).",
 )
 @click.option("--at", "at", type=int, default=None, metavar="SEQ", help="Stop after frame SEQ.")
+@click.option(
+    "--check",
+    "with_check",
+    is_flag=True,
+    help="Mark the frames that break ACP (the rules of acp-proxy check).",
+)
 @filter_options
 @handle_errors
 def show(
@@ -91,6 +97,7 @@ def show(
     with_stderr: bool,
     view: str,
     at: int | None,
+    with_check: bool,
     **filters: Any,
 ) -> None:
     """Print a capture's timeline (default: the latest capture), or a view of it.
@@ -117,9 +124,21 @@ def show(
     store = open_store(db)
     c = store.capture(capture)
     keep = FrameFilter(**filters)
+    marks: dict[int, list[Any]] = {}
+    if with_check:
+        from acp_proxy.check.source import by_seq, check_stored
+
+        marks = by_seq(check_stored(store.frames(c["id"])))
     frames = (f for f in store.frames(c["id"], upto_seq=at) if keep(f))
     if as_json:
-        dump_json({"capture": c, "frames": [frame_object(f, c["uid"]) for f in frames]})
+        objs = [frame_object(f, c["uid"]) for f in frames]
+        if with_check:
+            for o in objs:
+                o["findings"] = [
+                    {"rule": x.rule, "severity": x.severity, "side": x.side, "message": x.message}
+                    for x in marks.get(o["seq"], [])
+                ]
+        dump_json({"capture": c, "frames": objs})
         return
     for line in capture_header(c):
         echo(line)
@@ -128,6 +147,8 @@ def show(
         while events and events[0]["t_ns"] <= f.frame.t_ns:
             echo(event_line(events.pop(0)))
         echo(frame_line(f, c["started_at"] if wall else None))
+        for x in marks.get(f.seq, []):
+            echo(f"{'':>12} ⚠ {x.severity} {x.rule} [{x.side}] {x.message}")
     for ev in events:
         echo(event_line(ev))
     if with_stderr:

@@ -17,6 +17,8 @@ import html
 from collections.abc import Iterable
 from typing import Any
 
+from acp_proxy.check.rules import Finding
+from acp_proxy.check.source import by_seq
 from acp_proxy.reconstruct import reconstruct
 from acp_proxy.reconstruct.views import diffs_json, terminals_json, tools_json, turns_json
 from acp_proxy.store.reader import StoredFrame
@@ -159,7 +161,39 @@ def _diffs(diffs: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _timeline(frames: list[StoredFrame]) -> list[str]:
+def _conformance(found: list[Finding]) -> list[str]:
+    """What ``acp-proxy check`` found, by rule (nothing when it found nothing)."""
+    if not found:
+        return []
+    rules: dict[str, list[Finding]] = {}
+    for f in found:
+        rules.setdefault(f.rule, []).append(f)
+    rows = "".join(
+        f"<tr><td>{_e(fs[0].severity)}</td><td><code>{_e(rule)}</code></td>"
+        f"<td class=num>{len(fs)}</td><td>{_e(', '.join(sorted({f.side for f in fs})))}</td>"
+        f"<td>{_e(', '.join(str(f.seq) for f in fs[:20] if f.seq is not None))}</td>"
+        f"<td>{_e(fs[0].spec)}</td></tr>"
+        for rule, fs in sorted(rules.items())
+    )
+    return [
+        "<h2>Conformance</h2><table><tr><th>severity</th><th>rule</th><th>findings</th>"
+        f"<th>side</th><th>frames</th><th>spec</th></tr>{rows}</table>"
+    ]
+
+
+def _marks(found: list[Finding] | None) -> str:
+    if not found:
+        return ""
+    items = "".join(
+        f"<br><code>{_e(f.severity)} {_e(f.rule)}</code> [{_e(f.side)}] {_e(f.message)}"
+        for f in found
+    )
+    return f"<div class=odd>⚠ {len(found)} finding(s){items}</div>"
+
+
+def _timeline(
+    frames: list[StoredFrame], findings: dict[int, list[Finding]] | None = None
+) -> list[str]:
     out = [
         f"<h2>Frames ({len(frames)})</h2><table><tr><th>t (ms)</th><th>#</th><th></th>"
         "<th>kind</th><th>method / update</th><th>id</th><th>summary and bytes</th>"
@@ -175,16 +209,23 @@ def _timeline(frames: list[StoredFrame]) -> list[str]:
             f'<td class="{d}">{_e(f.direction.arrow)}</td><td>{_e(f.kind)}</td>'
             f"<td>{_e(label)}</td><td><code>{_e(f.msg_id)}</code></td>"
             f"<td><details><summary>{_e(summary(f))}{odd}</summary>"
-            f"<pre>{_e(_raw_text(f.raw))}</pre></details></td>"
+            f"<pre>{_e(_raw_text(f.raw))}</pre></details>"
+            f"{_marks(findings.get(f.seq) if findings else None)}</td>"
             f"<td class=num>{latency}</td></tr>"
         )
     out.append("</table>")
     return out
 
 
-def render_html(capture: dict[str, Any], frames: Iterable[StoredFrame]) -> str:
-    """The whole page for one capture."""
+def render_html(
+    capture: dict[str, Any],
+    frames: Iterable[StoredFrame],
+    findings: Iterable[Finding] | None = None,
+) -> str:
+    """The whole page for one capture; ``findings`` (of ``acp-proxy check``) mark their
+    frames and are counted in a section of their own."""
     stored = list(frames)
+    found = list(findings or ())
     r = reconstruct(f.frame for f in stored)
     c = capture_row(capture)
     peers = f"{c['client'] or '?'} ⇄ {c['agent'] or '?'}"
@@ -203,7 +244,8 @@ def render_html(capture: dict[str, Any], frames: Iterable[StoredFrame]) -> str:
         *_tools(tools_json(r)),
         *_terminals(terminals_json(r)),
         *_diffs(diffs_json(r)),
-        *_timeline(stored),
+        *_conformance(found),
+        *_timeline(stored, by_seq(found)),
         "</main></body></html>\n",
     ]
     return "\n".join(parts)

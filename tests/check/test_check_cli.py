@@ -164,3 +164,46 @@ def test_missing_database_and_bad_jsonl(tmp_path: Path) -> None:
     proc = run(str(bad))
     assert proc.returncode == 2 and "bad.jsonl:1" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_show_check_marks_the_frames_with_findings(bad_db: Path) -> None:
+    def show(*extra: str) -> str:
+        proc = subprocess.run(
+            [*PROXY, "show", "--db", str(bad_db), *extra],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    assert "⚠" not in show()
+    lines = show("--check").splitlines()
+    marks = [(lines[i - 1], line) for i, line in enumerate(lines) if "⚠" in line]
+    assert len(marks) == 2
+    assert "#4" in marks[0][0] and "error framing.not-json [agent]" in marks[0][1]
+    assert "#5" in marks[1][0] and "rpc.unpaired-response" in marks[1][1]
+    doc = json.loads(show("--check", "--json"))
+    assert [f["rule"] for f in doc["frames"][5]["findings"]] == ["rpc.unpaired-response"]
+    assert doc["frames"][0]["findings"] == []
+
+
+def test_the_html_report_marks_findings(bad_db: Path, tmp_path: Path) -> None:
+    page = tmp_path / "c.html"
+    subprocess.run(
+        [*PROXY, "export", "--db", str(bad_db), "--format", "html", "-o", str(page)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    text = page.read_text()
+    assert "<h2>Conformance</h2>" in text and text.count("⚠") == 2
+    assert "<code>framing.not-json</code>" in text
+    record_script(bad_db, tmp_path, [("c2a", INIT), ("a2c", INIT_OK)])
+    subprocess.run(
+        [*PROXY, "export", "--db", str(bad_db), "--format", "html", "-o", str(page)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    assert "Conformance" not in page.read_text()
