@@ -28,6 +28,7 @@ LAYERS = {
     "check": 1,
     "check.source": 3,
     "check.refresh": 3,
+    "check.live": 3,
     "store": 2,
     "transports": 2,
     "record": 2,

@@ -45,6 +45,12 @@ __all__ = ["record"]
     show_default=True,
     help="Seconds to wait after the client closes stdin before terminating the agent.",
 )
+@click.option(
+    "--check",
+    "live_check",
+    is_flag=True,
+    help="Print ACP conformance findings (acp-proxy check) on stderr as they happen.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(
     db: Path | None,
@@ -53,6 +59,7 @@ def record(
     headers: tuple[str, ...],
     keep_secrets: bool,
     grace: float,
+    live_check: bool,
     command: tuple[str, ...],
 ) -> None:
     """Run an agent, relay its stdio byte for byte, and record every message.
@@ -82,6 +89,8 @@ def record(
             fail("give either --upstream URL or an agent command, not both", 2)
         from acp_proxy.cli.ws import record_upstream
 
+        if live_check:
+            _start_live_check(db_path(db))
         os._exit(
             record_upstream(
                 db_path(db), upstream, label=label, headers=headers, keep_secrets=keep_secrets
@@ -96,6 +105,8 @@ def record(
     if grace < 0:
         fail("--grace must be zero or more seconds", 2)
     tune_relay_process()
+    if live_check:
+        _start_live_check(db_path(db))
     writer = RecorderLink(db_path(db))
     code = 1
     try:
@@ -107,3 +118,16 @@ def record(
         writer.close()
         sys.stderr.flush()
     os._exit(code)
+
+
+def _start_live_check(db: Path) -> None:
+    """The process of ``record --check`` (:mod:`acp_proxy.check.live`): it reads what the
+    recorder stored, never our stdin or stdout."""
+    import subprocess
+
+    subprocess.Popen(
+        [sys.executable, "-m", "acp_proxy.check.live", str(db), str(os.getpid())],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )

@@ -207,3 +207,35 @@ def test_the_html_report_marks_findings(bad_db: Path, tmp_path: Path) -> None:
         timeout=60,
     )
     assert "Conformance" not in page.read_text()
+
+
+def test_record_check_prints_findings_on_stderr_and_forwards_the_same_bytes(
+    tmp_path: Path,
+) -> None:
+    steps = [
+        ("c2a", INIT),
+        ("a2c", INIT_OK),
+        ("c2a", NEW),
+        ("a2c", NEW_OK),
+        ("a2c", f"loading model {EVIL}"),
+        (
+            "c2a",
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "session/prompt",
+                "params": {"sessionId": "nope", "prompt": []},
+            },
+        ),
+        ("a2c", {"jsonrpc": "2.0", "id": 2, "result": {"stopReason": "end_turn"}}),
+        ("c2a", {"jsonrpc": "2.0", "id": 3, "method": "_x/never", "params": {}}),
+    ]
+    plain = record_script(tmp_path / "a.sqlite", tmp_path, steps)
+    checked = record_script(tmp_path / "b.sqlite", tmp_path, steps, extra=["--check"])
+    assert checked.stdout == plain.stdout and checked.returncode == plain.returncode == 0
+    err = checked.stderr.decode()
+    assert "check:" not in plain.stderr.decode()
+    assert "acp-proxy: check: error framing.not-json seq 4 [agent]" in err
+    assert "acp-proxy: check: error acp.unknown-session seq 5 [client]" in err
+    assert "acp-proxy: check: error rpc.unanswered seq 7 [agent]" in err  # at the end
+    assert "\x1b" not in err and "\\x1b]52" in err
