@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import orjson
 
@@ -45,38 +46,50 @@ def from_store(store: Store, refs: list[str], every: bool) -> Iterator[Capture]:
 
 
 def from_jsonl(path: Path) -> Iterator[Capture]:
-    """The captures of a ``jsonl`` export, split by its ``capture`` field."""
+    """The captures of a ``jsonl`` export, split by its ``capture`` field, read as they are
+    checked (a capture's frames are never all in memory). Each capture's frames must be
+    consumed before the next capture is asked for."""
     try:
         handle = path.open("rb")
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}") from e
     with handle:
-        current: str | None = None
-        frames: list[Pair] = []
-        for n, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = orjson.loads(line)
-                frame = next(read_jsonl([line]))
-            except (orjson.JSONDecodeError, KeyError, ValueError, TypeError) as e:
-                raise UsageError(f"{path}:{n}: not a jsonl export line ({e})") from e
-            flags = obj.get("anomalies") if isinstance(obj, dict) else None
-            uid = str(obj.get("capture", "")) if isinstance(obj, dict) else ""
-            if current is not None and uid != current:
-                yield Capture(f"{path.name} capture {current[:12]}", iter(frames))
-                frames = []
-            current = uid
-            frames.append(
-                (
-                    frame,
-                    tuple(x for x in flags if isinstance(x, str))
-                    if isinstance(flags, list)
-                    else (),
-                )
-            )
-        if current is not None:
-            yield Capture(f"{path.name} capture {current[:12]}", iter(frames))
+        groups = _Groups(_lines(handle, path))
+        while groups.head is not None:
+            uid = groups.head[0]
+            frames = groups.take(uid)
+            yield Capture(f"{path.name} capture {uid[:12]}", frames)
+            for _ in frames:  # whatever the caller left unread
+                pass
+
+
+class _Groups:
+    """Consecutive lines of one capture at a time, reading ahead one line."""
+
+    def __init__(self, lines: Iterator[tuple[str, Pair]]) -> None:
+        self._lines = lines
+        self.head = next(lines, None)
+
+    def take(self, uid: str) -> Iterator[Pair]:
+        while self.head is not None and self.head[0] == uid:
+            pair = self.head[1]
+            self.head = next(self._lines, None)
+            yield pair
+
+
+def _lines(handle: IO[bytes], path: Path) -> Iterator[tuple[str, Pair]]:
+    for n, line in enumerate(handle, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+            frame = next(read_jsonl([line]))
+        except (orjson.JSONDecodeError, KeyError, ValueError, TypeError, StopIteration) as e:
+            raise UsageError(f"{path}:{n}: not a jsonl export line ({e})") from e
+        flags = obj.get("anomalies") if isinstance(obj, dict) else None
+        uid = str(obj.get("capture", "")) if isinstance(obj, dict) else ""
+        kept = tuple(x for x in flags if isinstance(x, str)) if isinstance(flags, list) else ()
+        yield uid, (frame, kept)
 
 
 def check_stored(frames: Iterable[StoredFrame]) -> list[Finding]:

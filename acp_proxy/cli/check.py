@@ -8,6 +8,7 @@ Exit 1 when an error-level finding remains after ``--side``/``--ignore``, else 0
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -165,13 +166,15 @@ def check(
     refs = [c for c in captures if not Path(c).is_file()]
     if every and captures:
         raise UsageError("--all checks every capture; give no CAPTURE with it")
-    sources: list[Capture] = []
-    for f in files:
-        sources.extend(from_jsonl(f))
-    if refs or every or not files:
-        sources.extend(from_store(open_store(db), refs, every))
+
+    def sources() -> Iterator[Capture]:
+        for f in files:
+            yield from from_jsonl(f)
+        if refs or every or not files:
+            yield from from_store(open_store(db), refs, every)
+
     results: list[Result] = []
-    for cap in sources:
+    for cap in sources():
         checker = Checker(
             version=int(protocol) if protocol else None,
             unstable=unstable,

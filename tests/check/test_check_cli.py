@@ -239,3 +239,14 @@ def test_record_check_prints_findings_on_stderr_and_forwards_the_same_bytes(
     assert "acp-proxy: check: error acp.unknown-session seq 5 [client]" in err
     assert "acp-proxy: check: error rpc.unanswered seq 7 [agent]" in err  # at the end
     assert "\x1b" not in err and "\\x1b]52" in err
+
+
+def test_a_file_of_several_captures_is_checked_capture_by_capture(tmp_path: Path) -> None:
+    from support.paths import TESTS
+
+    samples = sorted((TESTS.parent / "recordings").glob("*.jsonl"))
+    both = tmp_path / "both.jsonl"
+    both.write_bytes(b"".join(p.read_bytes() for p in samples))
+    doc = json.loads(run(str(both), "--format", "json").stdout)
+    sizes = [sum(1 for line in p.read_bytes().splitlines() if line.strip()) for p in samples]
+    assert [c["frames"] for c in doc["captures"]] == sizes and len(sizes) >= 2
