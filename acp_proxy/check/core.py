@@ -903,6 +903,8 @@ def _joins(broken: list[tuple[int, bytes]], i: int) -> int:
     """How many lines from ``broken[i]`` on join, with newlines, into one JSON message
     (0: none do). Lines must be consecutive frames."""
     parts = [broken[i][1]]
+    if parts[0].lstrip(b" \t\r\xef\xbb\xbf")[:1] not in (b"{", b"["):
+        return 0  # a message starts with a brace: this is text (a log line, say)
     size = len(parts[0])
     for j in range(i + 1, min(len(broken), i + 64)):
         if broken[j][0] != broken[j - 1][0] + 1 and broken[j][0] <= broken[j - 1][0]:

@@ -77,13 +77,22 @@ class _Groups:
             yield pair
 
 
+_PLAIN_HEAD = b'{"capture":"'
+_NO_FLAGS = b'"anomalies":[]'
+
+
 def _lines(handle: IO[bytes], path: Path) -> Iterator[tuple[str, Pair]]:
     for n, line in enumerate(handle, 1):
         if not line.strip():
             continue
         try:
-            obj = orjson.loads(line)
             frame = next(read_jsonl([line]))
+            end = line.find(b'"', len(_PLAIN_HEAD))
+            if line.startswith(_PLAIN_HEAD) and end > 0 and _NO_FLAGS in line:
+                # what the export writes: no need to parse the line a second time
+                yield line[len(_PLAIN_HEAD) : end].decode("utf-8", "replace"), (frame, ())
+                continue
+            obj = orjson.loads(line)
         except (orjson.JSONDecodeError, KeyError, ValueError, TypeError, StopIteration) as e:
             raise UsageError(f"{path}:{n}: not a jsonl export line ({e})") from e
         flags = obj.get("anomalies") if isinstance(obj, dict) else None
