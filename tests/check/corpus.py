@@ -191,6 +191,76 @@ CASES = [
         ],
         set(),
     ),
+    Case(
+        "extensions are allowed: _ methods, _meta everywhere, v1",
+        [
+            *prelude_v1(),
+            (C, req(5, "_zed.dev/workspace", {"x": 1, "_meta": {"a": 1}})),
+            (A, res(5, {"anything": [1, 2]})),
+            (A, note("_zed.dev/notice", {"y": None})),
+            (C, {**PROMPT, "params": {**PROMPT["params"], "_meta": {"traceparent": "00-x"}}}),
+            (A, chunk(_meta={"zed.dev/debug": True})),
+            (A, {**END, "result": {"stopReason": "end_turn", "_meta": {"k": "v"}}}),
+        ],
+        set(),
+    ),
+    Case(
+        "v2 unknown values take the other branch",
+        [
+            *P2,
+            (A, update({"sessionUpdate": "future_kind", "whatever": {"a": 1}})),
+            (
+                A,
+                update(
+                    {
+                        "sessionUpdate": "agent_message_chunk",
+                        "messageId": "m",
+                        "content": {"type": "hologram", "data": 1},
+                    }
+                ),
+            ),
+            (A, update({"sessionUpdate": "state_update", "state": "dreaming"})),
+        ],
+        set(),
+    ),
+    Case(
+        "v2 cancel capability follows patch semantics",
+        [
+            *P2,
+            (
+                A,
+                update(
+                    {
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": "c1",
+                        "title": "Run",
+                        "capabilities": {"cancel": {}},
+                    }
+                ),
+            ),
+            (
+                A,
+                update(
+                    {
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": "c1",
+                        "status": "in_progress",
+                    }
+                ),
+            ),  # omitted: kept
+            (C, req(5, "tool_call/cancel", {"sessionId": "s1", "toolCallId": "c1"})),
+            (A, res(5, {})),
+            (
+                A,
+                update(
+                    {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "capabilities": None}
+                ),
+            ),  # null: cleared
+            (C, req(6, "tool_call/cancel", {"sessionId": "s1", "toolCallId": "c1"})),
+            (A, err(6, -32602, "Invalid params")),
+        ],
+        {("v2.cancel-capability", "client")},
+    ),
     # -- framing
     Case(
         "stdout log line", [*P1, (A, b"Starting agent v1.2 ...")], {("framing.not-json", "agent")}

@@ -250,3 +250,18 @@ def test_a_file_of_several_captures_is_checked_capture_by_capture(tmp_path: Path
     doc = json.loads(run(str(both), "--format", "json").stdout)
     sizes = [sum(1 for line in p.read_bytes().splitlines() if line.strip()) for p in samples]
     assert [c["frames"] for c in doc["captures"]] == sizes and len(sizes) >= 2
+
+
+def test_a_hostile_recording_is_reported_inert_in_every_format(tmp_path: Path, db: Path) -> None:
+    from support.hostile import hostile_session
+
+    record_script(db, tmp_path, hostile_session(str(tmp_path)))
+    for fmt in ("text", "json", "junit", "sarif"):
+        proc = run("--db", str(db), "--format", fmt)
+        assert proc.returncode in (0, 1) and proc.stderr == "", proc.stderr
+        for control in ("\x1b", "\x07", "\x9b", "\x9d", "\x85"):
+            assert control not in proc.stdout, (fmt, control)
+    report = json.loads(run("--db", str(db), "--format", "json").stdout)
+    rules = {f["rule"] for f in report["captures"][0]["findings"]}
+    assert "framing.not-json" in rules  # its line that is not JSON at all
+    ET.fromstring(run("--db", str(db), "--format", "junit").stdout)

@@ -83,3 +83,9 @@ def test_docs_describe_every_rule_with_its_severity_and_side() -> None:
         cells = [c.strip() for c in rows[rule_id].split("|")]
         assert cells[2] == rule.severity and cells[3] == rule.side, rule_id
         assert rule.spec.split("#")[0] in rows[rule_id], rule_id
+
+
+def test_patch_semantics_keep_an_omitted_capability_and_clear_a_null_one() -> None:
+    case = next(c for c in CASES if c.name == "v2 cancel capability follows patch semantics")
+    found_ = check_frames(frames(case.entries))
+    assert [(f.rule, f.seq) for f in found_] == [("v2.cancel-capability", len(case.entries) - 2)]
