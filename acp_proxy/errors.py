@@ -1,4 +1,4 @@
-"""The one error tree of acp-proxy (layer 0).
+"""The one error tree of acp-proxy.
 
 ::
 

@@ -1,4 +1,4 @@
-"""Passive conformance checking of recorded frames (layer 1: pure, no I/O).
+"""Passive conformance checking of recorded frames (pure, no I/O).
 
 What belongs here: :class:`Checker`, which takes the frames of one capture in ``seq`` order
 (both directions) and returns :class:`~acp_proxy.check.rules.Finding` values: framing (from

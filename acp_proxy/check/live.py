@@ -1,5 +1,5 @@
-"""``python -m acp_proxy.check.live DB PROXY_PID``: findings on stderr while recording
-(layer 3), for ``acp-proxy record --check``.
+"""``python -m acp_proxy.check.live DB PROXY_PID``: findings on stderr while recording,
+for ``acp-proxy record --check``.
 
 What belongs here: a process of its own that follows, in the database, the capture the
 relay ``PROXY_PID`` is recording, runs the checker over each frame as it is stored and

@@ -1,4 +1,4 @@
-"""Refresh the bundled ACP JSON Schemas (layer 3: a maintainer's tool).
+"""Refresh the bundled ACP JSON Schemas (a maintainer's tool).
 
 ::
 

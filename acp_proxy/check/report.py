@@ -1,4 +1,4 @@
-"""Findings as text for people, JSON for scripts, JUnit XML and SARIF for CI (layer 1).
+"""Findings as text for people, JSON for scripts, JUnit XML and SARIF for CI.
 
 What belongs here: rendering :class:`~acp_proxy.check.rules.Finding` values of one or more
 captures. Each function returns a string; the command prints it (text through

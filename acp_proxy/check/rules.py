@@ -1,4 +1,4 @@
-"""The conformance rules and the findings they produce (layer 1: pure values).
+"""The conformance rules and the findings they produce (pure values).
 
 What belongs here: the table of every rule ``acp-proxy check`` applies (its id, severity,
 the side normally at fault, the protocol versions it applies to, a one-line title and the

@@ -1,4 +1,4 @@
-"""Where ``acp-proxy check`` reads frames from (layer 3): a capture in a recordings
+"""Where ``acp-proxy check`` reads frames from: a capture in a recordings
 database, or a ``jsonl`` export (:func:`acp_proxy.export.jsonl.read_jsonl`).
 
 What belongs here: turning either into ``(Frame, recorder flags)`` pairs in ``seq`` order,

@@ -30,9 +30,13 @@ COMMANDS = {
     "export": "acp_proxy.cli.export:export",
     "import-spill": "acp_proxy.cli.spill:import_spill",
     "ws": "acp_proxy.cli.ws:ws",
+    "http": "acp_proxy.cli.http:http",
     "replay": "acp_proxy.cli.replay:replay",
     "demo": "acp_proxy.cli.demo:demo",
     "check": "acp_proxy.cli.check:check",
+    "otel": "acp_proxy.cli.otel:otel",
+    "ui": "acp_proxy.cli.ui:ui",
+    "search": "acp_proxy.cli.ui:search",
 }
 
 

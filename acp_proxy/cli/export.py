@@ -20,14 +20,20 @@ __all__ = ["export"]
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["jsonl", "asciicast", "patch", "html"]),
+    type=click.Choice(["jsonl", "asciicast", "patch", "html", "otlp"]),
     default="jsonl",
     show_default=True,
     help="jsonl: every frame, exact bytes; asciicast: one terminal (v2 asciicast, recorded "
     "timing); patch: the file changes as one patch for git apply; html: a page to open in "
-    "a browser (turns, tool calls, terminals, diffs, every frame).",
+    "a browser (turns, tool calls, terminals, diffs, every frame); otlp: the sessions as "
+    "OpenTelemetry traces, OTLP/JSON (docs/otel.md).",
 )
 @click.option("--terminal", metavar="ID", help="The terminal to export as asciicast.")
+@click.option(
+    "--otel-content",
+    is_flag=True,
+    help="With --format otlp: include prompts, answers, tool inputs and outputs.",
+)
 @click.option(
     "-o",
     "--output",
@@ -36,7 +42,12 @@ __all__ = ["export"]
 )
 @handle_errors
 def export(
-    db: Path | None, capture: str | None, fmt: str, terminal: str | None, output: Path | None
+    db: Path | None,
+    capture: str | None,
+    fmt: str,
+    terminal: str | None,
+    otel_content: bool,
+    output: Path | None,
 ) -> None:
     """Export a capture (default: the latest) with its exact bytes, a terminal, or a patch.
 
@@ -46,9 +57,17 @@ def export(
         acp-proxy export 3 --format asciicast --terminal term_1 -o t.cast && asciinema play t.cast
         acp-proxy export 3 --format patch | git apply
         acp-proxy export 3 --format html -o capture.html
+        acp-proxy export 3 --format otlp -o capture.otlp.json
     """
     from acp_proxy.export.jsonl import write_jsonl
 
+    if otel_content and fmt != "otlp":
+        raise UsageError("--otel-content goes with --format otlp")
+    if fmt == "otlp":
+        if terminal is not None:
+            raise UsageError("--terminal goes with --format asciicast")
+        _otlp(db, capture, otel_content, output)
+        return
     if fmt == "html":
         from acp_proxy.check.source import check_stored
         from acp_proxy.export.html import render_html
@@ -88,3 +107,23 @@ def export(
         echo(f"wrote {n} frames to {output}", err=True)
     else:
         write_jsonl(frames, c["uid"], sys.stdout.buffer)
+
+
+def _otlp(db: Path | None, capture: str | None, content: bool, output: Path | None) -> None:
+    import orjson
+
+    from acp_proxy import __version__
+    from acp_proxy.cli.otel import traced_captures
+    from acp_proxy.otel.otlpjson import encode
+
+    refs = [capture] if capture is not None else []
+    ((_, (spans, res)),) = traced_captures(db, refs, all_=False, content=content)
+    from acp_proxy.text.safe import json_visible_bytes
+
+    data = json_visible_bytes(orjson.dumps(encode(spans, res, version=__version__))) + b"\n"
+    if output is not None:
+        with open_private(output) as out:
+            out.write(data)
+        echo(f"wrote {len(spans)} spans to {output}", err=True)
+    else:
+        sys.stdout.buffer.write(data)

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, fail
+from acp_proxy.cli.otel import live_recorder_env, otel_options
 from acp_proxy.errors import AgentSpawnError
 
 __all__ = ["record"]
@@ -51,6 +52,7 @@ __all__ = ["record"]
     is_flag=True,
     help="Print ACP conformance findings (acp-proxy check) on stderr as they happen.",
 )
+@otel_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(
     db: Path | None,
@@ -60,6 +62,8 @@ def record(
     keep_secrets: bool,
     grace: float,
     live_check: bool,
+    otlp_endpoint: str | None,
+    otel_content: bool,
     command: tuple[str, ...],
 ) -> None:
     """Run an agent, relay its stdio byte for byte, and record every message.
@@ -84,6 +88,7 @@ def record(
         argv = argv[1:]
     elif argv and argv[0].startswith("-"):
         fail(f"no such option: {argv[0]} (the agent command goes after --)", 2)
+    recorder_env = live_recorder_env(otlp_endpoint, otel_content)
     if upstream is not None:
         if argv:
             fail("give either --upstream URL or an agent command, not both", 2)
@@ -93,7 +98,12 @@ def record(
             _start_live_check(db_path(db))
         os._exit(
             record_upstream(
-                db_path(db), upstream, label=label, headers=headers, keep_secrets=keep_secrets
+                db_path(db),
+                upstream,
+                label=label,
+                headers=headers,
+                keep_secrets=keep_secrets,
+                recorder_env=recorder_env,
             )
         )
     if headers:
@@ -107,7 +117,7 @@ def record(
     tune_relay_process()
     if live_check:
         _start_live_check(db_path(db))
-    writer = RecorderLink(db_path(db))
+    writer = RecorderLink(db_path(db), recorder_env=recorder_env)
     code = 1
     try:
         code = record_stdio(argv, writer, label=label, grace=grace)

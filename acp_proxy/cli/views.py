@@ -1,4 +1,4 @@
-"""Reconstruction views: ``tools``, ``terminals``, ``diffs`` (layer 4).
+"""Reconstruction views: ``tools``, ``terminals``, ``diffs``.
 
 Thin click commands; the folds are in
 :mod:`acp_proxy.reconstruct`, the text in :mod:`acp_proxy.text.views`. ``CAPTURE`` is a capture
@@ -78,7 +78,7 @@ def load_frames(db: Path | None, capture: str | None, at: int | None = None) -> 
         return from_file()
     store = open_store(db)
     c = store.capture(capture)
-    return (sf.frame for sf in store.frames(c["id"], upto_seq=at))
+    return store.plain_frames(c["id"], upto_seq=at)
 
 
 def load_reconstruction(db: Path | None, capture: str | None, at: int | None) -> Reconstruction:

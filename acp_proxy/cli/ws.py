@@ -1,4 +1,4 @@
-"""WebSocket commands: ``ws`` and ``record --upstream`` (layer 4: thin, no logic of their own).
+"""WebSocket commands: ``ws`` and ``record --upstream`` (thin, no logic of their own).
 
 ``ws`` listens for WebSocket clients and relays each connection either to a remote
 WebSocket agent (``--upstream URL``: man in the middle) or to a fresh local stdio agent
@@ -20,6 +20,7 @@ from pathlib import Path
 import click
 
 from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, fail, handle_errors
+from acp_proxy.cli.otel import live_recorder_env, otel_options
 from acp_proxy.errors import ProxyError, UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
@@ -85,6 +86,7 @@ def record_upstream(
     label: str | None,
     headers: Sequence[str] = (),
     keep_secrets: bool = False,
+    recorder_env: dict[str, str] | None = None,
 ) -> int:
     """Bridge our stdio to a remote WebSocket agent, recording both legs."""
     if not url.startswith(("ws://", "wss://")):
@@ -96,7 +98,7 @@ def record_upstream(
         echo(f"acp-proxy: error: {e}", err=True)
         return 2
     tune_relay_process()
-    writer = RecorderLink(db)
+    writer = RecorderLink(db, recorder_env=recorder_env)
     code = 1
     try:
         code = asyncio.run(
@@ -189,6 +191,7 @@ def record_upstream(
     show_default=True,
     help="Seconds an agent gets after its client left before it is terminated.",
 )
+@otel_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 @handle_errors
 def ws(
@@ -206,6 +209,8 @@ def ws(
     record_secrets: bool,
     label: str | None,
     grace: float,
+    otlp_endpoint: str | None,
+    otel_content: bool,
     command: tuple[str, ...],
 ) -> None:
     """Accept WebSocket clients and relay each one, recording every message.
@@ -253,8 +258,9 @@ def ws(
         max_connections=max_connections,
         max_in_flight=max_in_flight,
     )
+    recorder_env = live_recorder_env(otlp_endpoint, otel_content)
     tune_relay_process()
-    writer = RecorderLink(db_path(db))
+    writer = RecorderLink(db_path(db), recorder_env=recorder_env)
     try:
         asyncio.run(_serve_until_signal(config, writer))
     except OSError as e:

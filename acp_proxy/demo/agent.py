@@ -133,7 +133,7 @@ class Agent:
                 {"prompts": self.prompts, "uptimeMs": 12, "_meta": {"demo.acp-proxy/custom": True}},
             )
         elif method is not None and method.startswith("_") and "id" not in msg:
-            pass  # custom notification: ignored, as the spec says (PROTOCOL.md §7.2)
+            pass  # custom notification: ignored, as the spec says (docs/protocol.md §7.2)
         elif "id" in msg and method is not None:
             self.send(
                 {

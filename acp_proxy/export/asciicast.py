@@ -1,11 +1,11 @@
-"""A terminal's output as an asciicast v2 recording (layer 1: pure, no I/O).
+"""A terminal's output as an asciicast v2 recording (pure, no I/O).
 
 What belongs here: turning a :class:`~acp_proxy.reconstruct.terminals.Terminal` timeline into
 the text of an asciicast v2 file (a JSON header line, then ``[seconds, "o", text]`` events)
 that ``asciinema play`` replays with the recorded timing. Times are seconds since the
 terminal was first seen. A snapshot that extends what was shown is played as the new part;
 any other snapshot clears the screen first (``ESC c``), as it replaces every byte
-(PROTOCOL.md §6.3). As on the ``screen`` view, a bare line feed is played as CR LF.
+(docs/protocol.md §6.3). As on the ``screen`` view, a bare line feed is played as CR LF.
 """
 
 from __future__ import annotations

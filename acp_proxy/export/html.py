@@ -1,4 +1,4 @@
-"""A capture as one self-contained HTML page, to open in a browser (layer 4).
+"""A capture as one self-contained HTML page, to open in a browser.
 
 What belongs here: laying out what the other views already compute — the capture, its turns,
 tool calls, terminals as their screens showed them, file changes as patches, and the frame

@@ -1,4 +1,4 @@
-"""Export formats (layer 4): ``jsonl`` — one JSON object per frame, exact bytes included.
+"""Export formats: ``jsonl`` — one JSON object per frame, exact bytes included.
 
 What belongs here: serialising stored frames for other tools and for ``recordings/``, and
 reading such files back (:func:`read_jsonl`), so a sample capture round-trips exactly.

@@ -1,11 +1,11 @@
-"""One patch of a session's text changes, for ``git apply`` (layer 1: pure, no I/O).
+"""One patch of a session's text changes, for ``git apply`` (pure, no I/O).
 
 What belongs here: :func:`session_patch`, which turns the file fold into a single patch
 against the *starting* tree. For each path whose starting and final states are both known
 (from reads, v1 diffs, writes, or v2 patches applied to known contents) the patch is made
 from those two contents, so any number of intermediate edits collapse into one section.
 Where contents are not known but the agent sent v2 ``git_patch`` text for every change of
-the path (PROTOCOL.md §6.3), those sections are used as sent, with their absolute paths made
+the path (docs/protocol.md §6.3), those sections are used as sent, with their absolute paths made
 relative to the session's working directory. Anything else is skipped, with a reason.
 
 The patch is applied by someone trusting it, so no path in it may leave the workspace

@@ -1,4 +1,4 @@
-"""Typed records passed between layers (layer 0: no I/O).
+"""Typed records passed between layers (no I/O).
 
 What belongs here: the small immutable values every layer speaks in — the direction of
 traffic, the WebSocket opcode of a message, a captured frame as stored. Nothing here does

@@ -1,8 +1,8 @@
-"""Sans-I/O framing of a byte stream into newline-delimited frames (layer 0).
+"""Sans-I/O framing of a byte stream into newline-delimited frames.
 
 What belongs here: turning the chunks a pipe delivers into exact slices, one per line,
 without looking inside them. ACP over stdio delimits messages by ``\\n`` only
-(PROTOCOL.md §2.1); a ``\\r`` before it is part of the frame and kept, as is everything else.
+(docs/protocol.md §2.1); a ``\\r`` before it is part of the frame and kept, as is everything else.
 
 Contract, proved by tests: for any input split into any chunks,
 ``b"".join(p.raw + (b"\\n" if p.terminated else b"") for p in pieces) == input``.

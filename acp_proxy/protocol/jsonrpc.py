@@ -1,11 +1,11 @@
-"""Classify a frame without altering it (layer 1: pure, no I/O).
+"""Classify a frame without altering it (pure, no I/O).
 
 What belongs here: reading a frame's bytes to derive the queryable fields stored beside
 them — kind, method, id as JSON text, ACP session, update kind, tool call and terminal ids,
 error code — and the anomalies a recorder should flag. The bytes are never changed; every
 function takes ``bytes`` and returns new values.
 
-Parsing is tolerant in the way the SDKs are (PROTOCOL.md §2.1): a UTF-8 BOM, surrounding
+Parsing is tolerant in the way the SDKs are (docs/protocol.md §2.1): a UTF-8 BOM, surrounding
 whitespace and a trailing ``\\r`` are skipped for parsing only. Anything else odd is parsed
 as far as it can be and named in ``anomalies``:
 
@@ -79,7 +79,7 @@ class Info:
 
 
 def id_token(value: Any) -> str:
-    """The JSON text of an id, so ``1`` and ``"1"`` stay distinct (PROTOCOL.md §1)."""
+    """The JSON text of an id, so ``1`` and ``"1"`` stay distinct (docs/protocol.md §1)."""
     if isinstance(value, _RawNumber):
         return str(value)
     if isinstance(value, bool) or value is None or isinstance(value, str | int | float):
@@ -323,7 +323,7 @@ def _from_params(
     if "terminalId" in params:
         terminal = _str(params, "terminalId")
     update = get("update")
-    if update.__class__ is dict:  # session/update (PROTOCOL.md §5)
+    if update.__class__ is dict:  # session/update (docs/protocol.md §5)
         update_kind = _str(update, "sessionUpdate")
         if "toolCallId" in update:
             tool_call = _str(update, "toolCallId") or tool_call

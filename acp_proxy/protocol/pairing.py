@@ -1,7 +1,7 @@
 """The one rule that pairs a JSON-RPC response with its request (pure, sans-I/O).
 
 What belongs here: :class:`Pairing`, used by everything that pairs (the recorder, the
-reconstruction, replay). The rule (docs/protocol.md, "Requests and responses"):
+reconstruction, replay). The rule (docs/protocol.md §1 and §12.2):
 
 - Both peers number their own requests, so a request is remembered under the **direction it
   travelled and its id token** (the id's exact JSON text: ``1`` and ``"1"`` differ). A

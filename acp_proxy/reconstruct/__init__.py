@@ -1,8 +1,8 @@
-"""Reconstruct what the user saw from recorded frames (layer 1: pure folds, no I/O).
+"""Reconstruct what the user saw from recorded frames (pure folds, no I/O).
 
 What belongs here: folds over :class:`~acp_proxy.protocol.frames.Frame` values that rebuild
 tool calls, terminals, files and diffs, permissions, plans, modes, usage and turns, for
-ACP v1 and the v2 draft (PROTOCOL.md §5–§7, ``tool-calls-v2.txt``), and pure renderings of
+ACP v1 and the v2 draft (docs/protocol.md §5–§7), and pure renderings of
 that state (JSON views). Nothing here does I/O: callers hand in frames (from a
 :class:`~acp_proxy.store.reader.Store` or a ``jsonl`` export) and print what they get back.
 

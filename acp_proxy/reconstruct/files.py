@@ -1,10 +1,10 @@
-"""Files and diffs: per-path timelines, known contents, stale edits (layer 1: pure).
+"""Files and diffs: per-path timelines, known contents, stale edits (pure).
 
 What belongs here: what the recorded traffic says about files —
 
-* v1 ``diff`` content ``{path, oldText?, newText}`` (PROTOCOL.md §6.3): ``oldText`` absent or
+* v1 ``diff`` content ``{path, oldText?, newText}`` (docs/protocol.md §6.3): ``oldText`` absent or
   ``null`` means a new file;
-* v2 ``diff`` content ``{changes[], patch?}`` (§6.3, tool-calls-v2 "Diffs"): ``changes`` is
+* v2 ``diff`` content ``{changes[], patch?}`` (§6.3): ``changes`` is
   authoritative (``add``, ``delete``, ``modify``, ``move``, ``copy``, or an unknown
   operation kept as sent); ``patch`` (``git_patch``) may be absent, and is split into
   sections matched to the changes by path;

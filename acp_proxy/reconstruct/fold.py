@@ -1,10 +1,10 @@
-"""The fold: frames in, reconstructed state out (layer 1: pure, no I/O).
+"""The fold: frames in, reconstructed state out (pure, no I/O).
 
 What belongs here: :class:`Reconstruction`, which takes frames in ``seq`` order and routes
 each message to the records of ``tools``, ``terminals``, ``files`` and ``session``; and
 :func:`reconstruct`, which folds a whole capture or stops at a given ``seq`` ("the state at
 a point in the capture"). The protocol version comes from the capture's ``initialize``
-(the agent's answer, else the client's request; PROTOCOL.md §3); it selects the v1 or v2
+(the agent's answer, else the client's request; docs/protocol.md §3); it selects the v1 or v2
 reading where the wire shapes alone do not (``null`` in tool call updates, the end of a
 turn, who owns a terminal).
 """
@@ -12,6 +12,7 @@ turn, who owns a terminal).
 from __future__ import annotations
 
 import gc
+import hashlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -376,11 +377,10 @@ class Reconstruction:
                 if term.terminal_id not in tc.terminal_ids:
                     tc.terminal_ids.append(term.terminal_id)
             elif t == "diff":
-                key = (
-                    tc.session_id,
-                    tc.tool_call_id,
-                    orjson.dumps(item, option=orjson.OPT_SORT_KEYS),
-                )
+                # a digest, not the diff itself: a capture repeats its diffs in every
+                # update of the tool call, and keeping each text twice doubles the memory
+                dumped = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
+                key = (tc.session_id, tc.tool_call_id, hashlib.blake2b(dumped).digest())
                 if key in self._diffs_seen:
                     continue
                 self._diffs_seen.add(key)

@@ -1,10 +1,10 @@
-"""Unified diffs: making them, splitting git patches, applying hunks (layer 1: pure).
+"""Unified diffs: making them, splitting git patches, applying hunks (pure).
 
 What belongs here: text-only helpers the file fold and the ``patch`` export use —
 :func:`unified` makes a ``git apply``-compatible diff between two known contents (with
 ``/dev/null`` for a missing side and the "No newline at end of file" marker, which
 :mod:`difflib` does not write), :func:`split_git_patch` cuts a v2 ``git_patch`` text into
-its ``diff --git`` sections (PROTOCOL.md §6.3), and :func:`apply_hunks` applies one
+its ``diff --git`` sections (docs/protocol.md §6.3), and :func:`apply_hunks` applies one
 section to a known content, refusing when the context does not match.
 """
 

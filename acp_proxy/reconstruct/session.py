@@ -1,11 +1,11 @@
-"""Sessions, turns and permission prompts (layer 1: pure, no I/O).
+"""Sessions, turns and permission prompts (pure, no I/O).
 
 What belongs here: the records for what surrounds tool calls —
 
 * :class:`SessionState`: cwd, mode and config option changes (v1 ``current_mode_update``,
   ``session/set_mode``; ``config_option_update``, ``session/set_config_option``), the plan
   (v1 ``plan`` replaces the whole plan; v2 ``plan_update`` per ``planId``, ``plan_removed``),
-  usage (``usage_update``), title, v2 session state (``state_update``), PROTOCOL.md §5;
+  usage (``usage_update``), title, v2 session state (``state_update``), docs/protocol.md §5;
 * :class:`Turn`: a prompt and how it ended (v1: the ``session/prompt`` response; v2: the
   next ``state_update`` ``idle``, the response being only an acknowledgement, §6.2), with
   time to first agent output, cancellation (§7.3) and what the agent said;

@@ -1,8 +1,8 @@
-"""Terminal state: exact output bytes, text, screen, exit (layer 1: pure, no I/O).
+"""Terminal state: exact output bytes, text, screen, exit (pure, no I/O).
 
 What belongs here: the :class:`Terminal` record and the rules that change it —
 
-* v2 agent-owned terminals (PROTOCOL.md §6.3): ``terminal_update`` is an upsert with patch
+* v2 agent-owned terminals (docs/protocol.md §6.3): ``terminal_update`` is an upsert with patch
   semantics (omitted = unchanged, ``null`` = clear, value = replace; ``_meta`` patched by
   key); ``output`` is an authoritative snapshot that replaces every stored byte;
   ``terminal_output_chunk`` data is base64-decoded chunk by chunk and the bytes appended.
@@ -183,8 +183,9 @@ class Terminal:
         """v1 ``terminal/create`` params, once the client answered with the id (§4.1)."""
         cmd = params.get("command")
         self.command = cmd if isinstance(cmd, str) else None
-        self.args = list(params.get("args") or [])
-        self.env = list(params.get("env") or [])
+        args, env = params.get("args"), params.get("env")
+        self.args = list(args) if isinstance(args, list) else []  # a peer may send anything
+        self.env = list(env) if isinstance(env, list) else []
         cwd = params.get("cwd")
         self.cwd = cwd if isinstance(cwd, str) else None
         self.output_byte_limit = params.get("outputByteLimit")

@@ -1,8 +1,8 @@
-"""Tool call state and how updates change it (layer 1: pure, no I/O).
+"""Tool call state and how updates change it (pure, no I/O).
 
 What belongs here: the :class:`ToolCall` record (one per ``toolCallId`` within an ACP
 session) and the rules that apply a ``tool_call``, ``tool_call_update`` or
-``tool_call_content_chunk`` to it, for v1 and v2 (PROTOCOL.md §5, §6.1). Values are kept
+``tool_call_content_chunk`` to it, for v1 and v2 (docs/protocol.md §5, §6.1). Values are kept
 as sent: custom ``_`` kinds and statuses and unknown content items are stored unchanged
 (§7.2). Linking content to terminals and files is the fold's job (``fold.py``).
 """
@@ -181,7 +181,7 @@ def apply_content_chunk(tc: ToolCall, u: dict[str, Any], seq: int, t_ns: int) ->
 
 def _replace(tc: ToolCall, key: str, value: Any, seq: int, t_ns: int) -> None:
     """Set one field; a malformed value is ignored, as the schema's
-    ``x-deserialize-default-on-error`` drops it (PROTOCOL.md §1)."""
+    ``x-deserialize-default-on-error`` drops it (docs/protocol.md §1)."""
     if key == "title":
         if isinstance(value, str):
             tc.title = value

@@ -1,4 +1,4 @@
-"""JSON views of a reconstruction: the contracts scripts and tests rely on (layer 1: pure).
+"""JSON views of a reconstruction: the contracts scripts and tests rely on (pure).
 
 What belongs here: turning the records of :class:`~acp_proxy.reconstruct.fold.Reconstruction`
 into plain JSON values, one function per ``acp-proxy`` view. Keys are camelCase like ACP,

@@ -1,9 +1,9 @@
-"""Frames to JSON-RPC messages with their partners (layer 1: pure, no I/O).
+"""Frames to JSON-RPC messages with their partners (pure, no I/O).
 
 What belongs here: decoding a frame's bytes (each entry of a batch on its own,
-PROTOCOL.md §2.2), telling requests, notifications, responses and errors apart, and pairing
-each response with the request that travelled the *other* way under the same id token
-(PROTOCOL.md §1 and §12.2: id spaces are per direction, ``1`` is not ``"1"``). Nothing here
+docs/protocol.md §2.2), telling requests, notifications, responses and errors apart, and pairing
+each response with the request that travelled the *other* way under the same id token, by
+the one rule of :mod:`acp_proxy.protocol.pairing` (docs/protocol.md §1 and §12.2). Nothing here
 knows what a tool call or a terminal is; the folds in this package do.
 """
 
@@ -16,6 +16,7 @@ import orjson
 
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.protocol.jsonrpc import decode, id_token
+from acp_proxy.protocol.pairing import Pairing
 
 __all__ = ["Message", "Pairer"]
 
@@ -50,7 +51,7 @@ class Message:
 
     @property
     def session_id(self) -> str | None:
-        """The ACP session: from params, else from the paired request (PROTOCOL.md §12.6)."""
+        """The ACP session: from params, else from the paired request (docs/protocol.md §12.6)."""
         sid = self.params.get("sessionId")
         if isinstance(sid, str):
             return sid
@@ -65,14 +66,14 @@ class Message:
 class Pairer:
     """Decodes frames into :class:`Message` values and pairs responses with requests."""
 
-    __slots__ = ("_pending",)
+    __slots__ = ("_pairing",)
 
     def __init__(self) -> None:
-        self._pending: dict[tuple[Direction, str], Message] = {}
+        self._pairing: Pairing[Message | None] = Pairing()
 
     def pending(self, direction: Direction, ident: str) -> Message | None:
         """The request ``direction`` sent under ``ident`` that is still unanswered."""
-        return self._pending.get((direction, ident))
+        return self._pairing.pending(direction, ident)
 
     def messages(self, frame: Frame) -> list[Message]:
         try:  # the common case: one well-formed JSON value
@@ -83,6 +84,7 @@ class Pairer:
             m = self._one(frame, value)
             return [m] if m is not None else []
         if isinstance(value, list):
+            self._pairing.unreadable(frame.direction, None)  # as the recorder counts a batch
             out = []
             for entry in value:
                 if isinstance(entry, dict):
@@ -90,6 +92,7 @@ class Pairer:
                     if m is not None:
                         out.append(m)
             return out
+        self._pairing.unreadable(frame.direction, None)
         return []
 
     def _one(self, frame: Frame, body: dict[str, Any]) -> Message | None:
@@ -100,7 +103,7 @@ class Pairer:
             kind = "request" if has_id else "notification"
             m = Message(frame.seq, frame.t_ns, frame.direction, kind, method, ident, body)
             if ident is not None:
-                self._pending[(frame.direction, ident)] = m
+                self._pairing.request(frame.direction, ident, m)
             return m
         if ident is None:
             return None
@@ -110,6 +113,6 @@ class Pairer:
             kind = "response"
         else:
             return None
-        request = self._pending.pop((frame.direction.opposite, ident), None)
+        request, _ = self._pairing.response(frame.direction, ident, error=kind == "error")
         method = request.method if request is not None else None
         return Message(frame.seq, frame.t_ns, frame.direction, kind, method, ident, body, request)

@@ -1,4 +1,4 @@
-"""``python -m acp_proxy.record.child DB JOURNAL``: the recorder process (layer 2).
+"""``python -m acp_proxy.record.child DB JOURNAL``: the recorder process.
 
 What belongs here: the process a relay starts to record its journal ``JOURNAL``
 (:mod:`acp_proxy.record.journal`) into ``DB``. Its stdin is the journal's doorbell: a
@@ -22,8 +22,9 @@ import sys
 import threading
 from pathlib import Path
 
-from acp_proxy.record.link import now_iso, stderr_warn
+from acp_proxy.record.link import stderr_warn
 from acp_proxy.record.recorder import Recorder
+from acp_proxy.store.db import now_iso
 
 __all__ = ["main"]
 
@@ -50,7 +51,18 @@ def main(argv: list[str] | None = None) -> int:
         os.nice(10)
     db = Path(args[0])
     out = _Warnings(db)
-    return Recorder(db, args[1], 0, warn=out.warn, on_input_end=out.detach_later).run()
+    telemetry = None
+    if os.environ.get("ACP_PROXY_OTEL"):  # live spans (acp_proxy.otel.live), off the relay
+        from acp_proxy.otel.live import from_env
+
+        telemetry = from_env(os.environ, out.warn)
+    observer = telemetry.rows if telemetry is not None else None
+    recorder = Recorder(db, args[1], 0, warn=out.warn, on_input_end=out.detach_later,
+                        observer=observer)  # fmt: skip
+    code = recorder.run()
+    if telemetry is not None:
+        telemetry.close(db)
+    return code
 
 
 class _Warnings:

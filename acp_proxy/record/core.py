@@ -20,16 +20,13 @@ cannot be derived is still stored, flagged.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.framing import DEFAULT_MAX_FRAME
-from acp_proxy.protocol.jsonrpc import Info, Kind, classify
-from acp_proxy.protocol.pairing import Pairing
+from acp_proxy.protocol.jsonrpc import Kind
+from acp_proxy.protocol.skim import SKIM_ABOVE
+from acp_proxy.record.derive import classify_frame, note_initialize, pair
 from acp_proxy.record.rows import (
     CaptureFields,
     EventRow,
@@ -41,9 +38,16 @@ from acp_proxy.record.rows import (
     Row,
     StderrRow,
 )
+from acp_proxy.record.state import (
+    CaptureState,
+    Lookup,
+    StreamState,
+    capture_columns,
+    load_object,
+)
 from acp_proxy.record.wire import Flag, Record, Stream, Type
 
-__all__ = ["Core", "Pending", "Resume", "json_text"]
+__all__ = ["Core"]
 
 _DIRECTION: dict[int, Direction] = {
     Stream.C2A: Direction.CLIENT_TO_AGENT,
@@ -57,119 +61,6 @@ _POSITION_COLUMN = {
     Stream.A2C: "a2c_position",
     Stream.STDERR: "stderr_position",
 }
-_MAX_U16 = 0xFFFF
-
-
-def json_text(value: Any) -> str:
-    """Compact JSON text for a TEXT column, whatever ``value`` holds (a lone surrogate in a
-    string becomes its ``\\\\u`` escape, an integer of any size its digits)."""
-    try:
-        return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        import json
-
-        return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=str)
-
-
-@dataclass(slots=True)
-class Pending:
-    """A request still unanswered when a recorder stopped, as read back from the database."""
-
-    direction: str
-    token: str
-    seq: int
-    t_ns: int
-    method: str | None
-
-
-@dataclass(slots=True)
-class Resume:
-    """Where a capture stands in the database, so another recorder can carry on exactly."""
-
-    started_ns: int
-    next_seq: int
-    message_count: int
-    rseq: int
-    positions: dict[int, int] = field(default_factory=dict)  # Stream -> position reached
-    pending: list[Pending] = field(default_factory=list)
-    ended: bool = False
-
-
-# A capture of this journal by its number: its uid and where the database stands.
-Lookup = Callable[[int], tuple[str, Resume] | None]
-
-
-class _Stream:
-    """One stream of a capture: how far it has got, and the line it is in the middle of."""
-
-    __slots__ = (
-        "chunk_first_seq",
-        "chunk_position",
-        "ended",
-        "parts",
-        "pending_index",
-        "pending_len",
-        "pending_start",
-        "position",
-        "resumed",
-        "split",
-        "undelivered",
-    )
-
-    def __init__(self, position: int = 0) -> None:
-        self.position = position  # the next byte (or message) expected
-        self.parts: list[bytes] = []  # the unfinished line, as the pieces that brought it
-        self.pending_len = 0
-        self.pending_start = position
-        self.pending_index: int | None = None  # input index of the first piece
-        self.split = False  # the unfinished line went over max_frame and is being cut
-        self.resumed = False  # the next frame starts after a hole, maybe mid-line
-        self.undelivered = False
-        self.ended = False
-        self.chunk_first_seq: int | None = None
-        self.chunk_position = -1
-
-    @property
-    def committed(self) -> int:
-        """The position up to which everything is in frames (the unfinished line is not)."""
-        return self.pending_start if self.parts else self.position
-
-
-class _Capture:
-    __slots__ = (
-        "closed",
-        "count",
-        "fields",
-        "last_t",
-        "pairing",
-        "rseq",
-        "seq",
-        "skip_rseq",
-        "started_ns",
-        "streams",
-        "touched",
-        "uid",
-    )
-
-    def __init__(self, uid: str, started_ns: int) -> None:
-        self.uid = uid
-        self.started_ns = started_ns
-        self.seq = 0
-        self.count = 0
-        self.rseq = 0
-        self.skip_rseq = 0  # records at or below this are in the database already
-        self.streams: dict[int, _Stream] = {}
-        self.pairing: Pairing[tuple[int, int, str | None]] = Pairing()
-        self.fields: dict[str, Any] = {}
-        self.touched = False
-        self.closed = False
-        self.last_t = started_ns
-
-    def stream(self, s: int) -> _Stream:
-        st = self.streams.get(s)
-        if st is None:
-            st = self.streams[s] = _Stream()
-        return st
 
 
 class Core:
@@ -179,7 +70,7 @@ class Core:
     def __init__(self, lookup: Lookup | None = None, *, max_frame: int = DEFAULT_MAX_FRAME):
         self._lookup = lookup
         self._max = max_frame
-        self._captures: dict[int, _Capture] = {}
+        self._captures: dict[int, CaptureState] = {}
         self._rows: list[Row] = []
         self._index = 0
 
@@ -190,7 +81,7 @@ class Core:
         self._index = index
         t = rec.type
         if t == Type.OPEN:
-            self._open(rec.capture, _load(rec.payload), rec)
+            self._open(rec.capture, load_object(rec.payload), rec)
             return
         cap = self._captures.get(rec.capture)
         if cap is None:
@@ -213,7 +104,7 @@ class Core:
         cap.rseq = max(cap.rseq, rec.rseq)
         cap.touched = True
         if t == Type.EVENT:
-            body = _load(rec.payload)
+            body = load_object(rec.payload)
             detail = body.get("detail")
             self._rows.append(
                 EventRow(
@@ -224,11 +115,11 @@ class Core:
                 )
             )
         elif t == Type.UPDATE:
-            cap.fields.update(_columns(_load(rec.payload)))
+            cap.fields.update(capture_columns(load_object(rec.payload)))
         elif t == Type.END:
             self._end(cap, rec.stream, rec.position, rec.t_ns)
         elif t == Type.CLOSE:
-            self._close(cap, _load(rec.payload), rec.t_ns)
+            self._close(cap, load_object(rec.payload), rec.t_ns)
         elif t == Type.UNDELIVERED:
             self._undelivered(cap, rec)
         elif t == Type.LOST:
@@ -291,35 +182,35 @@ class Core:
         if known is not None and known.uid == uid:
             return  # in the database already (this part of the journal is read again)
         started = meta.get("started_ns")
-        cap = _Capture(uid, int(started) if isinstance(started, int) else rec.t_ns)
+        cap = CaptureState(uid, int(started) if isinstance(started, int) else rec.t_ns)
         self._captures[number] = cap
         self._rows.append(OpenRow(uid, meta))
         cap.touched = True
 
-    def _restore(self, number: int) -> _Capture | None:
+    def _restore(self, number: int) -> CaptureState | None:
         """A capture of this journal the database knows (its recorder stopped, or this
         part of the journal is read again): carry on from where the database stands."""
         found = self._lookup(number) if self._lookup is not None else None
         if found is None:
             return None
         uid, state = found
-        cap = _Capture(uid, state.started_ns)
+        cap = CaptureState(uid, state.started_ns)
         cap.seq = state.next_seq
         cap.count = state.message_count
         cap.rseq = cap.skip_rseq = state.rseq
         cap.closed = state.ended
         for s, position in state.positions.items():
-            cap.streams[s] = _Stream(position)
+            cap.streams[s] = StreamState(position)
         for p in state.pending:
             cap.pairing.request(Direction(p.direction), p.token, (p.seq, p.t_ns, p.method))
         self._captures[number] = cap
         return cap
 
-    def _rel(self, cap: _Capture, t_ns: int) -> int:
+    def _rel(self, cap: CaptureState, t_ns: int) -> int:
         return t_ns - cap.started_ns
 
     def _advance(
-        self, cap: _Capture, s: int, st: _Stream, rec: Record, size: int, reason: str
+        self, cap: CaptureState, s: int, st: StreamState, rec: Record, size: int, reason: str
     ) -> int:
         """Bytes (or messages) of ``rec`` already recorded, to skip; a hole before it is
         written down first."""
@@ -331,9 +222,9 @@ class Core:
 
     def _hole(
         self,
-        cap: _Capture,
+        cap: CaptureState,
         s: int,
-        st: _Stream,
+        st: StreamState,
         start: int,
         end: int,
         frames: int | None,
@@ -357,7 +248,7 @@ class Core:
         st.resumed = s != Stream.STDERR
         cap.touched = True
 
-    def _chunk(self, cap: _Capture, rec: Record) -> None:
+    def _chunk(self, cap: CaptureState, rec: Record) -> None:
         s = rec.stream
         st = cap.stream(s)
         data = rec.payload
@@ -398,7 +289,9 @@ class Core:
         if start < len(data):
             self._hold(cap, s, st, data[start:], position + start, t)
 
-    def _hold(self, cap: _Capture, s: int, st: _Stream, data: bytes, position: int, t: int) -> None:
+    def _hold(
+        self, cap: CaptureState, s: int, st: StreamState, data: bytes, position: int, t: int
+    ) -> None:
         """Keep part of an unfinished line; a line over ``max_frame`` is cut into pieces."""
         if not data:
             return
@@ -420,9 +313,9 @@ class Core:
 
     def _flush(
         self,
-        cap: _Capture,
+        cap: CaptureState,
         s: int,
-        st: _Stream,
+        st: StreamState,
         flags: tuple[str, ...],
         t: int | None,
         *,
@@ -437,11 +330,17 @@ class Core:
         if st.split and not terminated:
             flags = (*flags, "split")
         st.split = False
-        raw = parts[0] if len(parts) == 1 else b"".join(parts)
-        self._frame(cap, s, st, raw, terminated, None, t if t is not None else 0, flags)
+        t_abs = t if t is not None else 0
+        if len(parts) > 1 and sum(map(len, parts)) >= SKIM_ABOVE:
+            # a huge line stays in the pieces that brought it: joining them would hold it
+            # twice, and the database takes it piece by piece
+            self._frame(cap, s, st, b"", terminated, None, t_abs, flags, parts)
+        else:
+            raw = parts[0] if len(parts) == 1 else b"".join(parts)
+            self._frame(cap, s, st, raw, terminated, None, t_abs, flags)
         st.pending_start = st.position
 
-    def _message(self, cap: _Capture, rec: Record) -> None:
+    def _message(self, cap: CaptureState, rec: Record) -> None:
         s = rec.stream
         st = cap.stream(s)
         if self._advance(cap, s, st, rec, 1, "not received"):
@@ -458,7 +357,7 @@ class Core:
         st.chunk_first_seq = None
         self._frame(cap, s, st, rec.payload, bool(flags & Flag.TERMINATED), opcode, rec.t_ns, extra)
 
-    def _stderr(self, cap: _Capture, rec: Record) -> None:
+    def _stderr(self, cap: CaptureState, rec: Record) -> None:
         st = cap.stream(Stream.STDERR)
         data = rec.payload
         skip = self._advance(cap, Stream.STDERR, st, rec, len(data), "not received")
@@ -470,14 +369,14 @@ class Core:
         cap.touched = True
         self._rows.append(StderrRow(cap.uid, self._rel(cap, rec.t_ns), data))
 
-    def _end(self, cap: _Capture, s: int, final: int, t: int) -> None:
+    def _end(self, cap: CaptureState, s: int, final: int, t: int) -> None:
         st = cap.stream(s)
         if final > st.position:
             self._hole(cap, s, st, st.position, final, None, "not received", t)
         self._flush(cap, s, st, ("unterminated",), t)
         st.ended = True
 
-    def _close(self, cap: _Capture, body: dict[str, Any], t: int) -> None:
+    def _close(self, cap: CaptureState, body: dict[str, Any], t: int) -> None:
         positions = body.pop("positions", None)
         if isinstance(positions, dict):
             for key, final in positions.items():
@@ -488,21 +387,21 @@ class Core:
         for s, st in cap.streams.items():
             if st.parts:
                 self._flush(cap, s, st, ("unterminated",), t)
-        fields = _columns(body)
+        fields = capture_columns(body)
         if isinstance(fields.get("ended_ns"), int):
             fields["ended_ns"] = self._rel(cap, fields["ended_ns"])
         fields.setdefault("end_reason", "closed")
         cap.fields.update(fields)
         cap.closed = True
 
-    def _undelivered(self, cap: _Capture, rec: Record) -> None:
+    def _undelivered(self, cap: CaptureState, rec: Record) -> None:
         st = cap.stream(rec.stream)
         st.undelivered = True
         if st.chunk_first_seq is not None and rec.position <= st.chunk_position:
             self._rows.append(MarkRow(cap.uid, st.chunk_first_seq, cap.seq - 1, "undelivered"))
 
-    def _lost(self, cap: _Capture, rec: Record) -> None:
-        body = _load(rec.payload)
+    def _lost(self, cap: CaptureState, rec: Record) -> None:
+        body = load_object(rec.payload)
         start, end = body.get("start"), body.get("end")
         if not (isinstance(start, int) and isinstance(end, int)):
             return
@@ -526,14 +425,15 @@ class Core:
 
     def _frame(
         self,
-        cap: _Capture,
+        cap: CaptureState,
         s: int,
-        st: _Stream,
+        st: StreamState,
         raw: bytes,
         terminated: bool,
         opcode: str | None,
         t_abs: int,
         extra: tuple[str, ...],
+        parts: list[bytes] | None = None,
     ) -> None:
         seq = cap.seq
         cap.seq = seq + 1
@@ -542,7 +442,7 @@ class Core:
             st.chunk_first_seq = seq
         t = t_abs - cap.started_ns
         direction = _DIRECTION[s]
-        info = Info(Kind.INVALID, anomalies=["binary"]) if opcode == "binary" else classify(raw)
+        info = classify_frame(raw, parts, opcode)
         anomalies = info.anomalies
         if extra or st.resumed or st.undelivered:
             anomalies = [*anomalies, *extra]
@@ -553,13 +453,13 @@ class Core:
                 anomalies.append("undelivered")
         request_seq = latency = None
         if info.id is not None or info.kind != Kind.NOTIFICATION:
-            request_seq, latency = self._pair(cap, direction, seq, t, info, anomalies)
+            request_seq, latency = pair(cap, direction, seq, t, info, anomalies)
         if info.items is not None:
             for idx, item in enumerate(info.items):
-                rs, lat = self._pair(cap, direction, seq, t, item, anomalies)
+                rs, lat = pair(cap, direction, seq, t, item, anomalies)
                 self._rows.append(ItemRow(cap.uid, seq, idx, item, rs, lat))
         if info.method == "initialize":  # a response's method is its request's, once paired
-            self._note_initialize(cap, direction, info, anomalies)
+            note_initialize(cap, direction, info, anomalies)
         info.value = None  # the parsed message is not stored: let it go now, not at commit
         if info.items is not None:
             for item in info.items:
@@ -577,118 +477,6 @@ class Core:
                 anomalies,
                 request_seq,
                 latency,
+                parts,
             )
         )
-
-    def _pair(
-        self,
-        cap: _Capture,
-        direction: Direction,
-        seq: int,
-        t: int,
-        info: Info,
-        anomalies: list[str],
-    ) -> tuple[int | None, int | None]:
-        if info.id is None:
-            if info.kind in (Kind.INVALID, Kind.BATCH):
-                cap.pairing.unreadable(direction, (seq, t, None))
-            return None, None
-        if info.kind == Kind.REQUEST:
-            if cap.pairing.request(direction, info.id, (seq, t, info.method)):
-                _flag(anomalies, "duplicate_request_id")
-            return None, None
-        if info.kind in (Kind.RESPONSE, Kind.ERROR):
-            found, how = cap.pairing.response(direction, info.id, error=info.kind == Kind.ERROR)
-            if how == "null_id":
-                _flag(anomalies, "null_id")
-            elif how == "unpaired":
-                _flag(anomalies, "unpaired_response")
-            if found is None:
-                return None, None
-            info.method = info.method or found[2]
-            return found[0], t - found[1]
-        return None, None
-
-    def _note_initialize(
-        self, cap: _Capture, direction: Direction, info: Info, anomalies: list[str]
-    ) -> None:
-        """The protocol version and peers, from ``initialize`` (docs/protocol.md)."""
-        v = info.value
-        if not isinstance(v, dict):
-            return
-        f = cap.fields
-        if info.kind == Kind.REQUEST and direction is Direction.CLIENT_TO_AGENT:
-            p = v.get("params")
-            if isinstance(p, dict):
-                peer = p.get("clientInfo", p.get("info"))
-                if peer is not None:
-                    f["client_info"] = json_text(peer)
-                caps = p.get("clientCapabilities", p.get("capabilities"))
-                if caps is not None:
-                    f["client_capabilities"] = json_text(caps)
-                version = _version(p.get("protocolVersion"), anomalies)
-                if version is not None and "_agent_version" not in f:
-                    f["protocol_version"] = version
-        elif info.kind == Kind.RESPONSE and info.method == "initialize":
-            r = v.get("result")
-            if isinstance(r, dict):
-                version = _version(r.get("protocolVersion"), anomalies)
-                if version is not None:
-                    f["protocol_version"] = version
-                    f["_agent_version"] = True
-                peer = r.get("agentInfo", r.get("info"))
-                if peer is not None:
-                    f["agent_info"] = json_text(peer)
-                caps = r.get("agentCapabilities", r.get("capabilities"))
-                if caps is not None:
-                    f["agent_capabilities"] = json_text(caps)
-        cap.touched = True
-
-
-def _version(v: Any, anomalies: list[str]) -> int | None:
-    """``protocolVersion`` is a uint16; anything else is not stored, and said so."""
-    if v is None:
-        return None
-    if v.__class__ is int and 0 <= v <= _MAX_U16:
-        return int(v)
-    _flag(anomalies, "bad_protocol_version")
-    return None
-
-
-def _flag(anomalies: list[str], name: str) -> None:
-    if name not in anomalies:
-        anomalies.append(name)
-
-
-def _load(payload: bytes) -> dict[str, Any]:
-    try:
-        v = orjson.loads(payload)
-    except orjson.JSONDecodeError:
-        return {}
-    return v if isinstance(v, dict) else {}
-
-
-_COLUMNS = frozenset(
-    {
-        "pid",
-        "exit_code",
-        "exit_signal",
-        "ended_at",
-        "ended_ns",
-        "label",
-        "end_reason",
-        "upstream_url",
-        "listen_url",
-    }
-)
-
-
-def _columns(body: dict[str, Any]) -> dict[str, Any]:
-    """The capture columns a relay may set, with values SQLite can hold."""
-    out: dict[str, Any] = {}
-    for k, v in body.items():
-        if k not in _COLUMNS:
-            continue
-        if v is None or isinstance(v, str) or (v.__class__ is int and -(2**63) <= v < 2**63):
-            out[k] = v
-    return out

@@ -31,19 +31,14 @@ from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.journal import JournalWriter
 from acp_proxy.record.wire import HEADER, Flag, Stream, Type
 from acp_proxy.store import liveness, private
+from acp_proxy.store.db import now_iso
 
-__all__ = ["CaptureMeta", "RecorderLink", "Tap", "now_iso"]
+__all__ = ["CaptureMeta", "RecorderLink", "Tap"]
 
 _MAX_RESTARTS = 5
 _STREAM = {Direction.CLIENT_TO_AGENT: Stream.C2A, Direction.AGENT_TO_CLIENT: Stream.A2C}
 
 Warn = Callable[[str], None]
-
-
-def now_iso() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def stderr_warn(message: str) -> None:
@@ -161,6 +156,27 @@ class Tap:
             head = HEADER.pack(len(data), Type.MESSAGE, s, flags, self.number, self._rseq, pos, t)
             link.send_locked(head, data)
 
+    def messages(self, direction: Direction, batch: list[tuple[Opcode, bytes, int]]) -> None:
+        """Whole messages of one direction, read together (WebSocket, one network read):
+        journaled in one write, as :meth:`message` journals one."""
+        s = _STREAM[direction]
+        link = self.link
+        with link.lock:
+            undelivered = Flag.UNDELIVERED if self.undelivered[s] else 0
+            records = []
+            rseq, pos, number = self._rseq, self.positions[s], self.number
+            for opcode, data, t in batch:
+                flags = undelivered | (Flag.BINARY if opcode is Opcode.BINARY else 0)
+                rseq += 1
+                records.append(
+                    (HEADER.pack(len(data), Type.MESSAGE, s, flags, number, rseq, pos, t), data)
+                )
+                pos += 1
+            self._rseq = rseq
+            self._last[s] = pos - 1
+            self.positions[s] = pos
+            link.send_many_locked(records)
+
     def not_delivered(self, direction: Direction, position: int | None = None) -> None:
         """Writing to the peer failed: what was read from ``position`` (default: where the
         latest chunk or message began) on is recorded but was not delivered."""
@@ -231,8 +247,10 @@ class RecorderLink:
         *,
         warn: Warn = stderr_warn,
         in_process: bool = False,
+        recorder_env: dict[str, str] | None = None,
     ) -> None:
         self.db_path = Path(db_path)
+        self._recorder_env = recorder_env  # added to the recorder process's environment
         self.lock = threading.Lock()
         self.identity = liveness.identity()
         self.journal_id = uuid.uuid4().hex[:16]
@@ -297,6 +315,7 @@ class RecorderLink:
                     stderr=None,
                     close_fds=True,
                     start_new_session=True,  # a Ctrl-C or a kill of our group spares it
+                    env={**os.environ, **self._recorder_env} if self._recorder_env else None,
                 )  # fmt: skip
             except OSError as e:
                 self._warn(f"warning: cannot start the recorder process ({e}); recording here")
@@ -336,6 +355,21 @@ class RecorderLink:
         except BlockingIOError:
             pass  # it has many rings pending already
         except OSError:  # the recorder is gone: a new one carries on from the journal
+            self._replace()
+
+    def send_many_locked(self, records: list[tuple[bytes, bytes]]) -> None:
+        """:meth:`send_locked` for several records: one journal write, one ring."""
+        if self.journal is None or not records:
+            return
+        if self._closed:
+            self._late += sum(len(payload) for _, payload in records)
+            return
+        self.journal.write_many(records)
+        try:
+            os.write(self._bell, b"\0")
+        except BlockingIOError:
+            pass
+        except OSError:
             self._replace()
 
     def _replace(self) -> None:

@@ -1,4 +1,4 @@
-"""A recorder: a relay's journal into the database, whatever happens (layer 2).
+"""A recorder: a relay's journal into the database, whatever happens.
 
 What belongs here: :class:`Recorder`, which follows a relay's journal
 (:class:`~acp_proxy.record.journal.JournalReader`), turns its records into rows with the
@@ -27,12 +27,14 @@ from pathlib import Path
 from acp_proxy.errors import StoreError
 from acp_proxy.protocol.jsonrpc import Info, Kind
 from acp_proxy.record import spill
-from acp_proxy.record.core import Core, Resume
+from acp_proxy.record.core import Core
 from acp_proxy.record.journal import JournalReader, segment_path
 from acp_proxy.record.rows import FrameRow, Row
-from acp_proxy.record.sqlite import Database, now_iso
+from acp_proxy.record.sqlite import Database
+from acp_proxy.record.state import Resume
 from acp_proxy.record.wire import Record
 from acp_proxy.store import liveness
+from acp_proxy.store.db import now_iso
 
 __all__ = ["ImportResult", "Recorder", "import_spills"]
 
@@ -58,12 +60,14 @@ class Recorder:
         *,
         warn: Warn,
         on_input_end: Callable[[], None] | None = None,
+        observer: Callable[[list[Row]], None] | None = None,
     ) -> None:
         self.db_path = Path(db_path)
         self.journal = journal
         self._bell = bell
         self._warn = warn
         self._on_input_end = on_input_end
+        self._observer = observer  # sees each batch once it is committed (live spans)
         self.db: Database | None = None
         self.core = Core(lookup=self._lookup)
         self._rows: list[Row] = []  # made by the core, not yet committed
@@ -168,10 +172,20 @@ class Recorder:
             self._warn(f"recording to {self.db_path} again")
         self._failing = None
         self._retry = 0
+        self._observe(self._rows)
         self._rows = []
         if self._reader is not None:
             self._reader.remove_before(self._committed_position())
         return True
+
+    def _observe(self, rows: list[Row]) -> None:
+        if self._observer is None:
+            return
+        try:
+            self._observer(rows)
+        except Exception as e:  # telemetry must never stop recording
+            self._observer = None
+            self._warn(f"warning: live telemetry stopped ({type(e).__name__}: {e})")
 
     def _salvage(self) -> None:
         """Write the rows one at a time; a frame whose derived fields cannot be bound is
@@ -192,6 +206,7 @@ class Recorder:
                     self.db.write([row])
                     continue
             self._warn(f"warning: could not store a {type(row).__name__}; left out")
+        self._observe(self._rows)
         self._rows = []
         self.db.write([], self.journal, self._committed_position())
 

@@ -1,4 +1,4 @@
-"""Journal files left behind, and loss ledgers, next to the database (layer 2).
+"""Journal files left behind, and loss ledgers, next to the database.
 
 What belongs here: the files a recorder writes beside the database when it cannot write
 the database itself, or not fast enough — their names, modes and locks, writing and reading

@@ -1,4 +1,4 @@
-"""The recorder's database side: rows in, one transaction per batch (layer 2).
+"""The recorder's database side: rows in, one transaction per batch.
 
 What belongs here: every statement the recorder writes with — opening captures, inserting
 frames (many rows per statement, long frames piece by piece), stderr, events, gaps and
@@ -12,12 +12,11 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Iterable, Sequence
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from acp_proxy import __version__
-from acp_proxy.record.core import Pending, Resume, json_text
+from acp_proxy.record.inserts import FrameInserter, info_values
 from acp_proxy.record.rows import (
     CaptureFields,
     EventRow,
@@ -29,21 +28,12 @@ from acp_proxy.record.rows import (
     Row,
     StderrRow,
 )
+from acp_proxy.record.state import RELAY_COLUMNS, Pending, Resume, json_text
 from acp_proxy.record.wire import Stream
-from acp_proxy.store.db import connect, migrate
+from acp_proxy.store.db import connect, migrate, now_iso
 
-__all__ = ["FRAME_COLUMNS", "Database", "now_iso"]
+__all__ = ["Database"]
 
-FRAME_COLUMNS = (
-    "capture_id, seq, direction, t_ns, raw, terminated, opcode, size, kind, method, msg_id, "
-    "session_id, update_kind, tool_call_id, terminal_id, error_code, anomalies, request_seq, "
-    "latency_ns"
-)
-_STREAM_NAMES = {Stream.C2A: "c2a", Stream.A2C: "a2c", Stream.STDERR: "stderr"}
-_ROWS_PER_STATEMENT = 50
-_FULL_COLUMNS = FRAME_COLUMNS.removeprefix("capture_id, ")
-_LEAN_COLUMNS = "seq, direction, t_ns, raw, terminated, size, kind, method, session_id, update_kind"
-_BLOB_PIECES = 8 * 1024 * 1024  # frames longer than this are written piece by piece
 _OPEN_COLUMNS = (
     "uid",
     "transport",
@@ -60,60 +50,19 @@ _OPEN_COLUMNS = (
     "journal",
     "journal_number",
 )
-_SETTABLE = frozenset(
-    {
-        "pid",
-        "exit_code",
-        "exit_signal",
-        "ended_at",
-        "ended_ns",
-        "label",
-        "end_reason",
-        "upstream_url",
-        "listen_url",
-        "protocol_version",
-        "client_info",
-        "agent_info",
-        "client_capabilities",
-        "agent_capabilities",
-        "message_count",
-        "rseq",
-        "c2a_position",
-        "a2c_position",
-        "stderr_position",
-        "finished_at",
-    }
-)
-
-
-def now_iso() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _frame_values(r: FrameRow) -> tuple[Any, ...]:
-    i = r.info
-    return (
-        r.seq,
-        r.direction,
-        r.t_ns,
-        r.raw,
-        1 if r.terminated else 0,
-        r.opcode,
-        len(r.raw),
-        i.kind,
-        i.method,
-        i.id,
-        i.session_id,
-        i.update_kind,
-        i.tool_call_id,
-        i.terminal_id,
-        i.error_code,
-        ",".join(r.anomalies) if r.anomalies else None,
-        r.request_seq,
-        r.latency_ns,
-    )
+_SETTABLE = RELAY_COLUMNS | {
+    "protocol_version",
+    "client_info",
+    "agent_info",
+    "client_capabilities",
+    "agent_capabilities",
+    "message_count",
+    "rseq",
+    "c2a_position",
+    "a2c_position",
+    "stderr_position",
+    "finished_at",
+}
 
 
 class Database:
@@ -132,7 +81,7 @@ class Database:
         self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         migrate(self.conn)
         self._ids: dict[str, int] = {}
-        self._statements: dict[tuple[int, str, int], str] = {}
+        self._inserter = FrameInserter(self.conn)
         self._recorder = (recorder_pid, recorder_start)
 
     def close(self) -> None:
@@ -238,6 +187,10 @@ class Database:
                     self._ids.pop(r.uid, None)
             raise
 
+    def _frames(self, by_uid: dict[str, list[FrameRow]]) -> None:
+        for uid, rows in by_uid.items():
+            self._inserter.insert(self._id(uid), rows)
+
     def _write(self, rows: Sequence[Row]) -> None:
         frames: dict[str, list[FrameRow]] = {}
         for r in rows:
@@ -295,100 +248,6 @@ class Database:
             row = self.conn.execute("SELECT id FROM captures WHERE uid = ?", [r.uid]).fetchone()
         self._ids[r.uid] = int(row[0])
 
-    def _frames(self, by_uid: dict[str, list[FrameRow]]) -> None:
-        """Insert many rows per statement (SQLite's per-statement work and the module's
-        per-row overhead are paid once for many rows). Frames with nothing but the common
-        fields — most notifications — go through a statement that binds only those:
-        binding a parameter, even a NULL, is most of an insert's cost. Rows go in ``seq``
-        order (runs of one shape at a time), so rowid order stays the capture's order."""
-        for uid, rows in by_uid.items():
-            cid = self._id(uid)
-            lean: list[tuple[Any, ...]] = []
-            full: list[tuple[Any, ...]] = []
-            for r in rows:
-                if r.parts is not None:
-                    self._insert(cid, _LEAN_COLUMNS, lean)
-                    self._insert(cid, _FULL_COLUMNS, full)
-                    lean, full = [], []
-                    self._long_frame(cid, r)
-                    continue
-                i = r.info
-                if (
-                    r.request_seq is None
-                    and not r.anomalies
-                    and i.id is None
-                    and r.opcode is None
-                    and i.tool_call_id is None
-                    and i.terminal_id is None
-                    and i.error_code is None
-                ):
-                    raw = r.raw
-                    if full:
-                        self._insert(cid, _FULL_COLUMNS, full)
-                        full = []
-                    lean.append(
-                        (
-                            r.seq,
-                            r.direction,
-                            r.t_ns,
-                            raw,
-                            1 if r.terminated else 0,
-                            len(raw),
-                            i.kind,
-                            i.method,
-                            i.session_id,
-                            i.update_kind,
-                        )
-                    )
-                else:
-                    if lean:
-                        self._insert(cid, _LEAN_COLUMNS, lean)
-                        lean = []
-                    full.append(_frame_values(r))
-            self._insert(cid, _LEAN_COLUMNS, lean)
-            self._insert(cid, _FULL_COLUMNS, full)
-
-    def _insert(self, cid: int, columns: str, rows: list[tuple[Any, ...]]) -> None:
-        if not rows:
-            return
-        k = _ROWS_PER_STATEMENT
-        n = len(rows[0])
-        whole = len(rows) - len(rows) % k
-        if whole:
-            self.conn.executemany(
-                self._statement(cid, columns, n, k),
-                (list(chain.from_iterable(rows[i : i + k])) for i in range(0, whole, k)),
-            )
-        if whole < len(rows):
-            self.conn.executemany(self._statement(cid, columns, n, 1), rows[whole:])
-
-    def _long_frame(self, cid: int, r: FrameRow) -> None:
-        """A frame too long to bind at once: a zeroblob filled piece by piece."""
-        values = list(_frame_values(r))
-        size = r.size
-        values[3] = None
-        values[6] = size
-        (rowid,) = self.conn.execute(
-            f"INSERT INTO messages ({FRAME_COLUMNS}) VALUES ({int(cid)}, "
-            f"{', '.join('zeroblob(?)' if i == 3 else '?' for i in range(18))}) RETURNING id",
-            [size if i == 3 else v for i, v in enumerate(values)],
-        ).fetchone()
-        with self.conn.blobopen("messages", "raw", rowid) as blob:
-            for part in r.parts or ():
-                blob.write(part)
-
-    def _statement(self, capture_id: int, columns: str, width: int, n: int) -> str:
-        key = (capture_id, columns, n)
-        sql = self._statements.get(key)
-        if sql is None:  # the id is ours (an integer from the database), safe as a literal
-            one = f"({int(capture_id)}, {', '.join('?' * width)})"
-            sql = (
-                f"INSERT OR IGNORE INTO messages (capture_id, {columns}) VALUES "
-                f"{', '.join([one] * n)}"
-            )
-            self._statements[key] = sql
-        return sql
-
     def _item(self, r: ItemRow) -> None:
         i = r.info
         self.conn.execute(
@@ -397,14 +256,7 @@ class Database:
                 self._id(r.uid),
                 r.seq,
                 r.idx,
-                i.kind,
-                i.method,
-                i.id,
-                i.session_id,
-                i.update_kind,
-                i.tool_call_id,
-                i.terminal_id,
-                i.error_code,
+                *info_values(i),
                 r.request_seq,
                 r.latency_ns,
             ],

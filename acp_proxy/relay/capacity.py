@@ -1,4 +1,4 @@
-"""How many connections a listener relays at once, and the memory they may hold (layer 3).
+"""How many connections a listener relays at once, and the memory they may hold.
 
 What belongs here: :class:`Capacity`, the admission rule the ``ws`` listener applies after
 its token and origin checks. Each live connection costs an agent process or an upstream

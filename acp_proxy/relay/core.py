@@ -1,9 +1,9 @@
-"""One relay core for WebSocket pairings (layer 3).
+"""One relay core for WebSocket pairings.
 
 What belongs here: pumping messages between two endpoints with a tap (:func:`relay`). The
 endpoints are in ``transports/websocket.py`` (a WebSocket leg) and ``transports/lines.py``
 (the stdio leg of a bridge); the sessions that set a relay up — the listener and the stdio
-client bridge — are in ``ws_serve.py``.
+client bridge — are in ``relay/listener.py``.
 
 Order and recording: a message is handed to the tap when it has been received, before it is
 sent on, so ``seq`` is the order of arrival at the proxy across both directions. Between two
@@ -66,8 +66,14 @@ def _fast_lanes(client: WsEndpoint, agent: WsEndpoint, tap: Tap) -> None:
     def record_a2c(opcode: Opcode, data: bytes, t: int) -> None:
         tap.message(a2c, data, opcode, t)
 
-    install_lane(client.conn, agent.conn, record_c2a)
-    install_lane(agent.conn, client.conn, record_a2c)
+    def batch_c2a(batch: list[tuple[Opcode, bytes, int]]) -> None:
+        tap.messages(c2a, batch)
+
+    def batch_a2c(batch: list[tuple[Opcode, bytes, int]]) -> None:
+        tap.messages(a2c, batch)
+
+    install_lane(client.conn, agent.conn, record_c2a, batch_c2a)
+    install_lane(agent.conn, client.conn, record_a2c, batch_a2c)
 
 
 async def _pump(

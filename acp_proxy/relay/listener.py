@@ -1,4 +1,4 @@
-"""The sessions that set a WebSocket relay up (layer 3).
+"""The sessions that set a WebSocket relay up.
 
 What belongs here: the listener (:func:`serve`; each client connection is one capture and
 gets either its own upstream connection — man in the middle — or its own agent process), its
@@ -85,7 +85,7 @@ class Admission:
     """Who may connect: a bearer token (header or ``?token=``) and allowed browser origins.
 
     A request with an ``Origin`` header not in ``allow_origins`` is refused (a page in the
-    user's browser must not reach a local agent through us; DESIGN.md principle 6), and so
+    user's browser must not reach a local agent through us; docs/design.md principle 6), and so
     is one with several.
 
     The token is ours: :meth:`consumes` and :meth:`consumes_param` say which headers and
@@ -136,7 +136,7 @@ class Admission:
 
 
 def check_listen_address(host: str, token: str | None) -> None:
-    """Refuse a non-loopback listener without a token (DESIGN.md principle 6)."""
+    """Refuse a non-loopback listener without a token (docs/design.md principle 6)."""
     if token:
         return
     if host == "localhost":
@@ -209,7 +209,7 @@ class _Front:
         session = getattr(conn, "attachment", None)
         if isinstance(session, _Session) and session.subprotocol in offered:
             return session.subprotocol
-        return None  # never invent one (PROTOCOL.md §2.3)
+        return None  # never invent one (docs/protocol.md §2.3)
 
     def process_response(self, conn: Any, request: Request, response: Response) -> None:
         session = getattr(conn, "attachment", None)
@@ -284,7 +284,7 @@ class _Session:
         return self.conn.respond(status, f"acp-proxy: {message}\n")
 
     async def open(self) -> Response | None:
-        """Admission, then the upstream connection or the agent process (PROTOCOL.md
+        """Admission, then the upstream connection or the agent process (docs/protocol.md
         §12.7: headers relayed, subprotocol and cookies relayed back)."""
         try:
             return await self._open()

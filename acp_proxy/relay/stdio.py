@@ -1,4 +1,4 @@
-"""Pump two endpoints with a tap (layer 3).
+"""Pump two endpoints with a tap.
 
 What belongs here: wiring endpoints together and running a connection's lifecycle. The
 stdio relay wraps an agent process: our stdin goes to the agent's stdin, the agent's stdout
@@ -6,7 +6,7 @@ to our stdout, its stderr to our stderr, each chunk forwarded as it arrives and 
 to the recorder first (so frames are numbered before they are forwarded, and a response is
 never numbered before its request).
 
-Lifecycle (issue: foundation): the agent's exit code becomes ours (a signal death is 128+N);
+Lifecycle: the agent's exit code becomes ours (a signal death is 128+N);
 SIGINT, SIGTERM and SIGHUP sent to us are passed to the agent; when the client closes our
 stdin we close the agent's, wait ``grace`` seconds, then send SIGTERM, and SIGKILL after as
 long again.

@@ -3,19 +3,19 @@
 What belongs here: deciding, for each message a live client sends, which recorded agent
 messages answer it and which come next. :class:`AgentStandIn` takes the live client's bytes
 and returns :class:`Emit` values (bytes to send, with the recorded time they stand for) and
-notes :class:`Problem` values; the I/O (stdio, WebSocket, timing) is ``replay.py``'s.
+notes :class:`Problem` values; the I/O (stdio, WebSocket, timing) is in ``replay/serve.py``.
 
-How the recording is played (issue: replay):
+How the recording is played:
 
 - A live client request is matched with a recorded one by method and canonical params
-  (``replay_match.canonical``: ``_meta``, ids, timestamps ignored, sessions and cwds mapped).
+  (``replay.match.canonical``: ``_meta``, ids, timestamps ignored, sessions and cwds mapped).
   Repeated identical requests take the recorded answers in order. The recorded answer is sent
-  with the live request's id (PROTOCOL.md §1) and the live session ids and paths.
+  with the live request's id (docs/protocol.md §1) and the live session ids and paths.
 - Each recorded agent message waits for the client messages it followed in the recording:
   a response for its own request, and every message for the client message nearest before
   it (in *lenient* mode, other client requests in between are skipped over, so independent
   requests may come in another order). Agent→client requests (permission, fs, terminal,
-  PROTOCOL.md §4.1) go out with their recorded ids; what follows them waits for the live
+  docs/protocol.md §4.1) go out with their recorded ids; what follows them waits for the live
   client's answer, which is paired by that id and compared with the recorded answer.
 - *strict* mode: client messages must come in the recorded order, and every agent message
   waits for all client messages recorded before it.

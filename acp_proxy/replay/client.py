@@ -3,9 +3,9 @@
 What belongs here: deciding when to send each recorded client message to a live agent, and
 how to answer the live agent's requests. :class:`ClientStandIn` is fed the agent's frames
 and asked whether the next step may go; the I/O (the agent process, recording the new run,
-time-outs) is ``replay.py``'s.
+time-outs) is in ``replay/run.py`` and ``replay/serve.py``.
 
-How the recorded client side is played (issue: replay):
+How the recorded client side is played:
 
 - The client's requests and notifications are *steps*, sent in recorded order. Each waits
   for what it followed in the recording: the answer to a request (the live answer to the
@@ -14,8 +14,8 @@ How the recorded client side is played (issue: replay):
   same point of the turn even when the text differs). When the live agent finishes the
   request that was open at that point without getting there, the wait is given up.
 - Session ids the new run's agent hands out replace the recorded ones in everything sent
-  (PROTOCOL.md §12.6); a recorded workspace path may be replaced by another.
-- The live agent's requests (permission, fs, terminal, PROTOCOL.md §4.1) are matched with
+  (docs/protocol.md §12.6); a recorded workspace path may be replaced by another.
+- The live agent's requests (permission, fs, terminal, docs/protocol.md §4.1) are matched with
   the recorded ones by method and canonical params (tool call ids are volatile: random per
   run; ``ignore`` paths under ``params`` are left out too) and answered with the recorded
   answer, with the live id. A request the recording has no answer for gets a JSON-RPC

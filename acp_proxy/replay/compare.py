@@ -3,7 +3,7 @@
 What belongs here: folding a run's messages into the facts a regression gate cares about,
 and listing how two runs differ. A run is summarised per *turn* (one per
 ``session/prompt``; in v1 the turn ends with the prompt's answer, in v2 with
-``state_update`` idle, PROTOCOL.md §6.2, so a turn here is everything the agent sends for a
+``state_update`` idle, docs/protocol.md §6.2, so a turn here is everything the agent sends for a
 session from one prompt to the next):
 
 - the agent's messages per turn: update kinds, requests and answers in order (runs of the
@@ -237,7 +237,7 @@ def _tool(update: dict[str, Any], kind: str, tools: dict[str, ToolCall], turn: T
         call.kind = update["kind"]
     status = update.get("status")
     if kind == "tool_call" and status is None:
-        status = "pending"  # the v1 default (PROTOCOL.md §5.1)
+        status = "pending"  # the v1 default (docs/protocol.md §5.1)
     if isinstance(status, str) and (not call.statuses or call.statuses[-1] != status):
         call.statuses.append(status)
 

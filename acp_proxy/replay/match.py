@@ -1,14 +1,14 @@
 """Matching recorded messages against live ones (pure, sans-I/O; used by replay).
 
 What belongs here: reading a capture's frames into :class:`Message` values (parsed, paired
-with their partner by direction and id token, PROTOCOL.md §1), the :class:`Mapper` that keeps
+with their partner by direction and id token, docs/protocol.md §1), the :class:`Mapper` that keeps
 the volatile values of two runs consistent (session ids both ways, working directories as
 path prefixes), the canonical form two messages are compared in, readable field-by-field
 differences, the closest recorded message to a live one, and the :class:`Problem` records
-both stand-ins report. Nothing here does I/O; both stand-ins (``replay_agent``,
-``replay_client``) and the run comparison (``replay_diff``) build on it.
+both stand-ins report. Nothing here does I/O; both stand-ins (``replay.agent``,
+``replay.client``) and the run comparison (``replay.compare``) build on it.
 
-Volatile fields (ignored or remapped when comparing, PROTOCOL.md §7.1, §12.6):
+Volatile fields (ignored or remapped when comparing, docs/protocol.md §7.1, §12.6):
 ``_meta`` at any level (trace context, per-run data), ``null`` members (an SDK may leave
 out an optional field another writes as ``null``), the JSON-RPC ``id`` (each side numbers
 its own requests), ``sessionId`` values (mapped once learnt, a wildcard before), the

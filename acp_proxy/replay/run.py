@@ -1,10 +1,10 @@
-"""Drive a real agent with a recording's client side, record the run, compare (layer 3).
+"""Drive a real agent with a recording's client side, record the run, compare.
 
 What belongs here: the I/O of ``replay client`` — spawning the agent, pumping its stdio
 through a :class:`~acp_proxy.replay.client.ClientStandIn`, recording the new run as a new
 capture with the recorder (the same way the stdio relay records: every chunk goes to the
 tap before it is written on), time-outs, ending the agent, and putting the two runs side
-by side (``replay_diff``) in an :class:`Outcome`.
+by side (``replay.compare``) in an :class:`Outcome`.
 """
 
 from __future__ import annotations

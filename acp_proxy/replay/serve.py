@@ -1,11 +1,11 @@
-"""Stand in for one side from a recording (layer 3): the I/O around the pure stand-ins.
+"""Stand in for one side from a recording: the I/O around the pure stand-ins.
 
 What belongs here: loading a recording (a capture in the database or a ``jsonl`` export),
 choosing one session of it, pacing (``--timing``), and running the stand-ins over real
 transports: :func:`serve_stdio` and :func:`serve_websocket` put an
-:class:`~acp_proxy.replay.agent.AgentStandIn` where the agent would be; ``replay_run`` drives a
-real agent with the recorded client side. Matching and comparing live in ``replay_match``,
-``replay_agent``, ``replay_client`` and ``replay_diff``, which do no I/O.
+:class:`~acp_proxy.replay.agent.AgentStandIn` where the agent would be; ``replay.run`` drives a
+real agent with the recorded client side. Matching and comparing live in ``replay.match``,
+``replay.agent``, ``replay.client`` and ``replay.compare``, which do no I/O.
 
 Over stdio nothing but protocol bytes reaches stdout; diagnostics go to stderr.
 """
@@ -238,7 +238,7 @@ async def serve_stdio(
 
 
 def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` on a loopback address (DESIGN.md principle 6)."""
+    """``HOST:PORT`` on a loopback address (docs/design.md principle 6)."""
     host, sep, port = text.rpartition(":")
     host = host.strip("[]")
     if not sep or not port.isdigit():

@@ -1,4 +1,4 @@
-"""Where the recordings database lives and how it is opened (layer 2).
+"""Where the recordings database lives and how it is opened.
 
 What belongs here: the default path, opening a database safely (0600, WAL, busy timeout)
 and the numbered migrations of ``schema.sql``. Reading is :mod:`acp_proxy.store.reader`;
@@ -18,9 +18,23 @@ from pathlib import Path
 from acp_proxy.errors import SchemaError, StoreError
 from acp_proxy.store.private import make_private_dirs, refusal
 
-__all__ = ["BUSY_TIMEOUT_MS", "connect", "default_db_path", "migrate", "schema_migrations"]
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "connect",
+    "default_db_path",
+    "migrate",
+    "now_iso",
+    "schema_migrations",
+]
 
 BUSY_TIMEOUT_MS = int(os.environ.get("ACP_PROXY_BUSY_TIMEOUT_MS", "10000"))
+
+
+def now_iso() -> str:
+    """Wall-clock time as the database stores it: UTC, milliseconds, a ``Z``."""
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def default_db_path() -> Path:
@@ -44,7 +58,7 @@ def schema_migrations() -> list[tuple[int, str]]:
 def connect(path: Path, *, create: bool = True, readonly: bool = False) -> sqlite3.Connection:
     """Open ``path`` with the settings every connection shares.
 
-    A new file is created with mode 0600 (recordings hold secrets; DESIGN.md principle 6)
+    A new file is created with mode 0600 (recordings hold secrets; docs/design.md principle 6)
     in directories created 0700; an existing one that is not private to us is refused
     (:func:`acp_proxy.store.private.refusal`).
     """

@@ -1,4 +1,4 @@
-"""Whether the processes that write a capture are still there (layer 2).
+"""Whether the processes that write a capture are still there.
 
 What belongs here: a process's identity — its pid is reused, so the identity is the boot
 and the time it started (Linux ``/proc``) — and the test readers use to tell a capture being

@@ -1,4 +1,4 @@
-"""Files that hold recordings are private to their user (layer 2).
+"""Files that hold recordings are private to their user.
 
 What belongs here: the one rule for the files acp-proxy reads recordings from or writes them
 to. Recordings and their exports hold whatever crossed the wire — API keys, file contents,
@@ -6,7 +6,8 @@ prompts — so:
 
 - a database (and its ``-wal``/``-shm`` files) that belongs to another user, or that
   others may read or write (any group or other permission bit), is refused
-  (:func:`refusal`): another user could read what we record, or feed us what we read;
+  (:func:`refusal`): another user could read what we record, or feed us what we read —
+  except an empty file of ours that only the umask made readable, which is made 0600;
 - directories we create for a database are 0700, every level of them
   (:func:`make_private_dirs`);
 - files we export to are 0600 (:func:`open_private`), also when they existed.
@@ -44,9 +45,28 @@ def _problem(path: Path) -> str | None:
     return None
 
 
+def _tighten_empty(path: Path) -> None:
+    """An empty file of ours that others may read but not write holds nothing yet: make it
+    0600 rather than refuse it. (``sqlite3 PATH`` or a script's ``connect`` creates one
+    with the umask's mode before the first recording; nobody else can have written it.)"""
+    try:
+        st = os.stat(path)
+        if (
+            stat.S_ISREG(st.st_mode)
+            and st.st_size == 0
+            and st.st_uid == os.geteuid()
+            and st.st_mode & 0o077
+            and not st.st_mode & 0o022
+        ):
+            os.chmod(path, 0o600)
+    except OSError:
+        pass  # the check that follows says what is wrong
+
+
 def refusal(db: Path) -> str | None:
     """Why the database ``db`` must not be used, or ``None`` (it is ours and private, or
     it does not exist yet)."""
+    _tighten_empty(db)
     for path in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
         problem = _problem(path)
         if problem is not None:

@@ -54,7 +54,7 @@ CREATE TABLE messages (
     UNIQUE (capture_id, seq)
 );
 
--- Entries of JSON-RPC batch frames (v2, PROTOCOL.md §2.2); the frame itself is in messages.
+-- Entries of JSON-RPC batch frames (v2, docs/protocol.md §2.2); the frame itself is in messages.
 CREATE TABLE batch_items (
     capture_id      INTEGER NOT NULL,
     seq             INTEGER NOT NULL,
@@ -147,3 +147,17 @@ CREATE TABLE journals (
 );
 UPDATE captures SET finished_at = COALESCE(ended_at, started_at), end_reason = 'closed'
   WHERE ended_at IS NOT NULL;
+
+-- migration: 4
+-- Full-text search over frame text (acp-proxy search, acp-proxy ui). Contentless: the text
+-- stays in messages.raw; frames_fts holds only the index, keyed by messages.id. It is filled
+-- after the fact by the readers that search, in short transactions, never by the recorder
+-- (docs/ui.md): search_index says how far it got.
+CREATE VIRTUAL TABLE frames_fts USING fts5(
+    text, content = '', tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TABLE search_index (
+    name            TEXT PRIMARY KEY,
+    upto            INTEGER NOT NULL           -- messages.id indexed up to (inclusive)
+);
+INSERT INTO search_index VALUES ('frames', 0);

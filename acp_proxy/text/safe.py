@@ -1,4 +1,4 @@
-"""Text from a recording, made safe to print on a terminal (layer 3: pure).
+"""Text from a recording, made safe to print on a terminal (pure).
 
 What belongs here: the one rule for every string a text command prints. Anything in a
 recording came from a peer and may carry terminal controls: OSC 52 writes the clipboard,
@@ -38,9 +38,14 @@ def visible(text: str) -> str:
     return text.translate(_TABLE)
 
 
+_JSON_CONTROLS = re.compile("[\x7f\x80-\x9f]")
+
+
 def json_visible(text: str) -> str:
     """JSON text with C1 controls and DEL written as ``\\u`` escapes (the same JSON value:
     they can only occur inside strings)."""
+    if _JSON_CONTROLS.search(text) is None:  # the common case, at C speed
+        return text
     return text.translate(_JSON_TABLE)
 
 

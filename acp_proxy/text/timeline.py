@@ -1,4 +1,4 @@
-"""Readable text for people: capture listings and timelines (layer 4).
+"""Readable text for people: capture listings and timelines.
 
 What belongs here: turning stored frames and captures into short lines — time, direction
 arrow, kind, method or update kind, a summary, and request↔response latency. The raw bytes

@@ -1,4 +1,4 @@
-"""Readable text for the reconstruction views (layer 4).
+"""Readable text for the reconstruction views.
 
 What belongs here: turning a :class:`~acp_proxy.reconstruct.Reconstruction` into short lines for
 ``acp-proxy tools``, ``terminals``, ``diffs`` and the ``show`` views (turns, tools,
@@ -58,7 +58,8 @@ def _content_label(item: Any) -> str:
         if isinstance(c, dict) and c.get("type") == "text":
             return "text " + repr(_short(str(c.get("text", "")), 50))
         return f"content <{c.get('type') if isinstance(c, dict) else '?'}>"
-    return f"<{t}> " + _short(item, 50)  # unknown content, shown generically (§7.2)
+    # unknown content, shown generically (docs/protocol.md §7.2)
+    return f"<{t}> " + _short(item, 50)
 
 
 def tools_lines(r: Reconstruction) -> Iterator[str]:

@@ -1,4 +1,4 @@
-"""The header and URL policy of a WebSocket upgrade (layer 2: no I/O).
+"""The header and URL policy of a WebSocket upgrade (no I/O).
 
 What belongs here: which upgrade headers are relayed (end to end) and which are per leg
 (hop by hop), and what of a header or URL is stored when a handshake is recorded.

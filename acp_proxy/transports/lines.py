@@ -1,9 +1,9 @@
-"""The stdio leg of a stdio<->WebSocket bridge, and the agent process behind it (layer 2).
+"""The stdio leg of a stdio<->WebSocket bridge, and the agent process behind it.
 
 What belongs here: :class:`LineEndpoint` — newline-delimited lines in and out of pipes, as
 messages for the relay — and :class:`AgentProcess`, one agent per WebSocket connection.
 
-Bridging reshapes by design (PROTOCOL.md §2.1 vs §2.3): a line becomes a message and a
+Bridging reshapes by design (docs/protocol.md §2.1 vs §2.3): a line becomes a message and a
 message becomes a line; the payload bytes are unchanged. A line that is valid UTF-8 becomes a
 text message; one that is not becomes a **binary** message with the same bytes (a text
 message must be UTF-8; ACP peers ignore binary messages, so such a line reaches the peer's

@@ -1,4 +1,4 @@
-"""stdio endpoints: spawning the agent and moving bytes between pipes (layer 2).
+"""stdio endpoints: spawning the agent and moving bytes between pipes.
 
 What belongs here: starting the agent process the way a shell would (and failing the way a
 shell does: 127 when the command is missing, 126 when it cannot be executed), and the pump

@@ -1,4 +1,4 @@
-"""WebSocket endpoints on ``websockets`` (asyncio API) with nothing of our own (layer 2).
+"""WebSocket endpoints on ``websockets`` (asyncio API) with nothing of our own.
 
 What belongs here: the settings every WebSocket leg is opened with, the server and client
 connection types, :class:`WsEndpoint` (one leg: whole messages in and out with their opcode,
@@ -6,10 +6,11 @@ the close of one leg mirrored on another), :class:`FastLane` (a leg forwarding c
 messages to another from the protocol callback) and how a leg ended (:class:`Ending`). The
 header policy of the upgrade (what is relayed, what is stored) is
 :mod:`acp_proxy.transports.headers`.
-No relaying logic and no recording here: that is ``proxy/ws_relay.py``.
+No recording here, and no relaying beyond the :class:`FastLane` the relay installs
+(``relay/core.py``).
 
 Every ``websockets`` default that would add, refuse or reshape traffic is set explicitly
-(PROTOCOL.md §2.3, §12.7; DESIGN.md "anti-patterns"):
+(docs/protocol.md §2.3, §12.7; docs/design.md, "Anti-patterns the code avoids"):
 
 - ``compression=None`` on both legs: no permessage-deflate negotiated, so frames are what
   the peers sent; ``server_header=None`` and ``user_agent_header=None``: no header of ours.
@@ -163,6 +164,7 @@ def _track(opcodes: collections.deque[Opcode], event: object) -> None:
 
 
 OnMessage = Callable[[Opcode, bytes, int], None]
+OnBatch = Callable[[list[tuple[Opcode, bytes, int]]], None]
 
 
 class FastLane:
@@ -174,14 +176,69 @@ class FastLane:
     ``src`` is waiting in the assembler or held by the relay. ``on_message`` (the tap)
     sees each message before it is written on. Backpressure: when ``dst``'s write buffer
     is over its limit, reading from ``src`` is paused until it drains.
+
+    The messages one network read brings are a batch (:meth:`begin`, :meth:`flush`):
+    recorded together by ``on_batch`` (one journal write), then written on together (one
+    socket write), so a flood of small messages costs two system calls per read, not three
+    per message. Recorded before forwarded holds for the batch as for one message.
     """
 
-    __slots__ = ("delivered", "dst", "on_message", "paused_src", "src", "undelivered")
+    __slots__ = (
+        "batch",
+        "delivered",
+        "dst",
+        "on_batch",
+        "on_message",
+        "paused_src",
+        "src",
+        "undelivered",
+    )
 
-    def __init__(self, src: Any, dst: Any, on_message: OnMessage) -> None:
-        self.src, self.dst, self.on_message = src, dst, on_message
+    def __init__(
+        self, src: Any, dst: Any, on_message: OnMessage, on_batch: OnBatch | None = None
+    ) -> None:
+        self.src, self.dst, self.on_message, self.on_batch = src, dst, on_message, on_batch
         self.delivered = self.undelivered = 0
         self.paused_src = False
+        self.batch: list[tuple[Opcode, bytes, int]] | None = None
+
+    def begin(self) -> None:
+        if self.on_batch is not None:
+            self.batch = []
+
+    def flush(self) -> None:
+        batch, self.batch = self.batch, None
+        if not batch:
+            return
+        assert self.on_batch is not None
+        self.on_batch(batch)
+        dst = self.dst
+        protocol = dst.protocol
+        if protocol.state is not State.OPEN:
+            self.undelivered += len(batch)
+            return
+        for opcode, data, _ in batch:
+            if opcode is Opcode.TEXT:
+                protocol.send_text(data)
+            else:
+                protocol.send_binary(data)
+        try:
+            out = protocol.data_to_send()
+            if all(out):
+                dst.transport.write(b"".join(out))
+            else:  # an end of stream among them: websockets' own way
+                for data in out:
+                    if data:
+                        dst.transport.write(data)
+                    elif dst.transport.can_write_eof():
+                        dst.transport.write_eof()
+        except Exception:  # the transport failed: the relay sees the close
+            self.undelivered += len(batch)
+            return
+        self.delivered += len(batch)
+        if dst.paused and not self.paused_src:
+            self.paused_src = True
+            self.src.transport.pause_reading()
 
     def take(self, frame: Frame) -> bool:
         src = self.src
@@ -194,6 +251,9 @@ class FastLane:
         else:
             return False
         data = frame.data if type(frame.data) is bytes else bytes(frame.data)
+        if self.batch is not None:
+            self.batch.append((opcode, data, time.monotonic_ns()))
+            return True
         self.on_message(opcode, data, time.monotonic_ns())
         dst = self.dst
         if dst.protocol.state is not State.OPEN:
@@ -235,6 +295,17 @@ class _Relaying(Connection):
         self.holding = False  # the relay holds a message of ours not yet written on
         self.drain_hooks: list[Callable[[], None]] = []
 
+    def data_received(self, data: bytes) -> None:
+        lane = self.lane
+        if lane is None:
+            super().data_received(data)
+            return
+        lane.begin()
+        try:
+            super().data_received(data)
+        finally:
+            lane.flush()
+
     def process_event(self, event: Any) -> None:
         if self.lane is not None and isinstance(event, Frame) and self.lane.take(event):
             return
@@ -270,8 +341,9 @@ def install_lane(
     src: RelayServerConnection | RelayClientConnection,
     dst: RelayServerConnection | RelayClientConnection,
     on_message: OnMessage,
+    on_batch: OnBatch | None = None,
 ) -> FastLane:
-    lane = FastLane(src, dst, on_message)
+    lane = FastLane(src, dst, on_message, on_batch)
     dst.drain_hooks.append(lane.resumed)
     src.lane = lane
     return lane

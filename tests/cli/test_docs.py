@@ -7,6 +7,12 @@ import sys
 
 import click
 from click.testing import CliRunner
+
+if __name__ == "__main__":  # run as a script to regenerate docs/cli.md
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from support.paths import ROOT
 
 from acp_proxy.cli import main

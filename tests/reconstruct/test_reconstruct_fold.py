@@ -1,4 +1,4 @@
-"""The fold as a whole: the PROTOCOL.md §9 examples, state at a seq, robustness."""
+"""The fold as a whole: the docs/protocol.md §9.2 example, state at a seq, robustness."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ C, A = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 
 
 def _example() -> list[Frame]:
-    """PROTOCOL.md §9.2, verbatim: ``C→ {json}`` / ``A→ {json}`` lines."""
+    """docs/protocol.md §9.2, verbatim (tests/test_repository.py checks): ``C→ {json}`` lines."""
     text = (DATA / "protocol-9.2-v2.txt").read_text(encoding="utf-8")
     lines = [(C if line.startswith("C→") else A, line[3:]) for line in text.splitlines()]
     return _frames(lines)
@@ -94,7 +94,7 @@ def test_odd_frames_are_survived() -> None:
 
 
 def test_the_reconstruct_package_stays_pure() -> None:
-    """Layer 1 (DESIGN.md): no asyncio, sqlite3, websockets or click, and no printing."""
+    """Layer 1 (docs/design.md, "Layers"): no asyncio, sqlite3, websockets, click, printing."""
     import ast
 
     package = PACKAGE / "reconstruct"

@@ -132,7 +132,7 @@ def test_demo_status_history_has_times() -> None:
 
 
 def test_malformed_fields_are_ignored_not_applied() -> None:
-    """x-deserialize-default-on-error: a malformed optional field is dropped (§1)."""
+    """x-deserialize-default-on-error: a bad optional field is dropped (docs/protocol.md §1)."""
     tc = ToolCall("s", "c", 0, 0)
     apply_v2(tc, {"title": "t", "content": [{"type": "x"}], "capabilities": {"cancel": {}}}, 1, 1)
     apply_v2(tc, {"title": 7, "content": "oops", "locations": {}, "capabilities": "no"}, 2, 2)

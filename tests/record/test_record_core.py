@@ -6,8 +6,9 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.record.core import Core, Pending, Resume
+from acp_proxy.record.core import Core
 from acp_proxy.record.rows import CaptureFields, FrameRow, GapRow, ItemRow, MarkRow, OpenRow
+from acp_proxy.record.state import Pending, Resume
 from acp_proxy.record.wire import Flag, Record, Stream, Type
 
 C2A, A2C, ERR = Stream.C2A, Stream.A2C, Stream.STDERR
@@ -279,3 +280,18 @@ def test_frames_rebuild_each_stream_exactly_for_any_chunking(
             f.raw + (b"\n" if f.terminated else b"") for f in fs if f.direction == name
         )
         assert rebuilt == b"".join(d for st_, d in script if st_ == stream)
+
+
+def test_a_huge_line_stays_in_its_pieces_and_is_skimmed() -> None:
+    from acp_proxy.protocol.skim import SKIM_ABOVE
+
+    line = b'{"jsonrpc":"2.0","method":"big","params":{"sessionId":"s","blob":"'
+    line += b"x" * SKIM_ABOVE + b'"}}'
+    s = Script().open()
+    for i in range(0, len(line), 1 << 20):
+        s.chunk(A2C, line[i : i + (1 << 20)])
+    s.chunk(A2C, b"\n")
+    (f,) = frames(s.take())
+    assert f.parts is not None and b"".join(f.parts) == line and f.size == len(line)
+    assert (f.info.method, f.info.session_id, f.terminated) == ("big", "s", True)
+    assert "skimmed" in f.anomalies

@@ -381,3 +381,34 @@ async def test_client_leaving_during_a_slow_upstream_handshake_closes_upstream(
     assert up.closed == [(1001, "", False)]
     assert "abandoned" in [k for k, _ in events(db, 1)]
     assert rows(db, "SELECT message_count FROM captures WHERE ended_at IS NOT NULL") == [(0,)]
+
+
+async def test_a_burst_of_small_messages_keeps_order_bytes_and_opcodes(db: Path) -> None:
+    # many messages per network read take the batched lane; a fragmented message among
+    # them takes the slow path; neither may overtake the other, in either direction
+    sent: list[tuple[bool, bytes]] = []
+    for i in range(3000):
+        if i % 7 == 0:
+            sent.append((False, os.urandom(i % 50)))
+        else:
+            sent.append((True, b'{"jsonrpc":"2.0","method":"n","params":{"i":%d}}' % i))
+    async with (
+        upstream_server() as up,
+        running_proxy(db, upstream=up.url) as proxy,
+        connect(proxy.url + "/acp", **RAW) as ws,
+    ):
+        for i, (is_text, data) in enumerate(sent):
+            if i == 1500:
+                await ws.send([b'{"frag', b'mented":', b"true}"], text=True)
+            await ws.send(data, text=is_text)
+        expected = [*sent[:1500], (True, b'{"fragmented":true}'), *sent[1500:]]
+        back = [await ws.recv(decode=False) for _ in expected]
+        await ws.close()
+    assert back == [d for _, d in expected]
+    assert [d for _, d in up.received[0]] == [d for _, d in expected]
+    got = messages(db, 1)
+    c2a = [(opcode, raw) for _, d, opcode, _, raw in got if d == "c2a"]
+    a2c = [(opcode, raw) for _, d, opcode, _, raw in got if d == "a2c"]
+    want = [("text" if t else "binary", d) for t, d in expected]
+    assert c2a == want and a2c == want
+    assert [s for s, *_ in got] == list(range(len(got)))

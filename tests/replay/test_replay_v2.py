@@ -1,4 +1,4 @@
-"""Replaying a hand-written ACP v2 capture (PROTOCOL.md §9.2): both stand-ins, both ways."""
+"""Replaying a hand-written ACP v2 capture (docs/protocol.md §9.2 shapes): both stand-ins."""
 
 from __future__ import annotations
 

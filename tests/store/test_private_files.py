@@ -144,11 +144,20 @@ def test_exports_are_written_0600(
     assert b"old, longer" not in out.read_bytes() and out.stat().st_size > 0
 
 
-def test_a_new_database_made_by_sqlite_elsewhere_is_refused_until_private(db: Path) -> None:
-    sqlite3.connect(db).close()  # created with the umask's mode by another tool
+def test_an_empty_file_only_the_umask_made_readable_is_made_private(db: Path) -> None:
+    # `sqlite3 recordings.sqlite`, or a script's connect, before the first recording
+    sqlite3.connect(db).close()
     db.chmod(0o644)
-    r = subprocess.run([*PROXY, "captures", "--db", str(db)], capture_output=True, timeout=60)
-    assert r.returncode == 3
-    db.chmod(0o600)
-    r = subprocess.run([*PROXY, "captures", "--db", str(db)], capture_output=True, timeout=60)
+    r = subprocess.run([*PROXY, "demo", "--db", str(db)], capture_output=True, timeout=120)
     assert r.returncode == 0, r.stderr
+    assert _mode(db) == 0o600
+    assert b"not recording" not in r.stderr
+
+
+@pytest.mark.parametrize("mode", [0o666, 0o646, 0o664])
+def test_an_empty_file_others_could_write_is_still_refused(db: Path, mode: int) -> None:
+    sqlite3.connect(db).close()
+    db.chmod(mode)
+    r = subprocess.run([*PROXY, "captures", "--db", str(db)], capture_output=True, timeout=60)
+    assert r.returncode == 3 and f"chmod 600 {db}".encode() in r.stderr
+    assert _mode(db) == mode

@@ -1,4 +1,4 @@
-"""The bundled ACP JSON Schemas and the validators compiled from them (layer 1).
+"""The bundled ACP JSON Schemas and the validators compiled from them.
 
 What belongs here: finding, for a message, the schema definition it must match — by
 protocol version, direction and method, read from the ``x-method``/``x-side`` annotations of

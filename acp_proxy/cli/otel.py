@@ -1,0 +1,190 @@
+"""``acp-proxy otel push`` and the live telemetry options of ``record`` and ``ws``.
+
+The mapping is in :mod:`acp_proxy.otel.mapping`, the sending in :mod:`acp_proxy.otel.sdk`;
+this module only reads options and captures and reports. ``docs/otel.md`` has the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import orjson
+
+from acp_proxy import __version__
+from acp_proxy.cli.common import CONTEXT, db_option, echo, fail, handle_errors, open_store
+from acp_proxy.errors import UsageError
+from acp_proxy.otel.mapping import CaptureInfo
+from acp_proxy.otel.source import Traced, trace_capture
+
+__all__ = ["live_recorder_env", "otel", "otel_options", "traced_captures"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_STANDARD = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+
+
+def otel_options(fn: F) -> F:
+    """``--otlp-endpoint`` and ``--otel-content`` (record, ws)."""
+    fn = click.option(
+        "--otel-content",
+        is_flag=True,
+        help="With live spans: include prompts, answers, tool inputs and outputs and terminal "
+        "output (left out by default).",
+    )(fn)
+    return click.option(
+        "--otlp-endpoint",
+        metavar="URL",
+        help="Send OpenTelemetry spans of the sessions, as they run, to this OTLP/HTTP "
+        "endpoint (http://host:4318; needs acp-proxy[otel]). Default: on when "
+        "OTEL_EXPORTER_OTLP_ENDPOINT is set.",
+    )(fn)
+
+
+def _standard_env_asks() -> bool:
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    if os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
+        return False
+    return any(os.environ.get(name, "").strip() for name in _STANDARD)
+
+
+def live_recorder_env(endpoint: str | None, content: bool) -> dict[str, str] | None:
+    """The recorder environment that turns live spans on, or ``None``. An explicit
+    ``--otlp-endpoint`` without the extra is an error (exit 2); the standard variables
+    alone only warn, so an editor's session is never refused for them."""
+    from acp_proxy.otel.live import recorder_env
+    from acp_proxy.otel.sdk import require, traces_endpoint
+
+    if endpoint is not None:
+        try:
+            require()
+        except UsageError as e:
+            fail(str(e), e.exit_code)
+        return recorder_env(traces_endpoint(endpoint), content)
+    if _standard_env_asks():
+        try:
+            require()
+        except UsageError as e:
+            echo(f"acp-proxy: warning: OTEL_EXPORTER_OTLP_ENDPOINT is set but {e}", err=True)
+            return None
+        return recorder_env(None, content)
+    if content:
+        fail("--otel-content goes with --otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)", 2)
+    return None
+
+
+def _file_info(path: str) -> CaptureInfo:
+    """What a ``jsonl`` export tells of its capture: the uid, and a start time placed so
+    that the last frame is at the file's modification time."""
+    uid, last = "", 0
+    with open(path, "rb") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError as e:
+                raise UsageError(f"{path}: not a jsonl export ({e})") from e
+            if isinstance(obj, dict):
+                uid = uid or str(obj.get("capture") or "")
+                t = obj.get("t_ns")
+                last = max(last, t) if isinstance(t, int) else last
+    return CaptureInfo(uid or Path(path).name, os.stat(path).st_mtime_ns - last)
+
+
+def traced_captures(
+    db: Path | None, refs: list[str], *, all_: bool, content: bool
+) -> Iterator[tuple[str, Traced]]:
+    """``(label, (spans, resource))`` for each capture asked for."""
+    from acp_proxy.cli.views import _is_export, load_frames
+
+    if all_:
+        store = open_store(db)
+        for c in store.captures():
+            yield str(c["id"]), trace_capture(c, (sf.frame for sf in store.frames(c["id"])),
+                                              content=content)  # fmt: skip
+        return
+    for ref in refs or [None]:  # type: ignore[list-item]
+        if _is_export(ref):
+            yield ref, trace_capture(_file_info(ref), load_frames(db, ref), content=content)
+            continue
+        store = open_store(db)
+        c = store.capture(ref)
+        frames = (sf.frame for sf in store.frames(c["id"]))
+        yield str(c["id"]), trace_capture(c, frames, content=content)
+
+
+@click.group(context_settings=CONTEXT)
+def otel() -> None:
+    """OpenTelemetry: captures as traces (docs/otel.md).
+
+    \b
+    Example:
+        acp-proxy otel push --endpoint http://localhost:4318      # the latest capture
+        acp-proxy otel push --all --endpoint http://collector:4318
+        acp-proxy export 3 --format otlp -o capture.otlp.json    # the same, as a file
+    """
+
+
+@otel.command(context_settings=CONTEXT)
+@db_option
+@click.argument("captures", nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="Every capture of the database.")
+@click.option(
+    "--endpoint",
+    metavar="URL",
+    help="OTLP/HTTP endpoint (http://host:4318 or a full .../v1/traces URL). Default: "
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT, http://localhost:4318.",
+)
+@click.option(
+    "--otel-content",
+    "content",
+    is_flag=True,
+    help="Include prompts, answers, tool inputs and outputs and terminal output.",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Seconds to wait for the endpoint to take everything.",
+)
+@handle_errors
+def push(
+    db: Path | None,
+    captures: tuple[str, ...],
+    all_: bool,
+    endpoint: str | None,
+    content: bool,
+    timeout: float,
+) -> None:
+    """Send captures (default: the latest; ids, uid prefixes or jsonl exports) to an
+    OTLP/HTTP endpoint as traces. Span and trace ids are derived from the capture, so
+    pushing a capture again sends the same spans.
+
+    \b
+    Example:
+        acp-proxy otel push 3 recordings/demo-v1.jsonl --endpoint http://localhost:4318
+    """
+    from acp_proxy.otel.sdk import Sender, require, traces_endpoint
+
+    require()
+    if all_ and captures:
+        raise UsageError("give captures or --all, not both")
+    if timeout <= 0:
+        raise UsageError("--timeout must be a positive number of seconds")
+    warnings: list[str] = []
+    sender = Sender(traces_endpoint(endpoint), version=__version__, warn=warnings.append,
+                    queue=1 << 30, timeout=timeout)  # fmt: skip
+    n_spans = n_captures = 0
+    for _label, (spans, res) in traced_captures(db, list(captures), all_=all_, content=content):
+        sender.submit(spans, res)
+        n_spans += len(spans)
+        n_captures += 1
+    dropped = sender.close(timeout)
+    if dropped:
+        fail(f"{sender.endpoint} did not take {dropped} of {n_spans} spans", 1)
+    echo(f"sent {n_spans} spans of {n_captures} captures to {sender.endpoint}", err=True)

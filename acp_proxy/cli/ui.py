@@ -1,0 +1,132 @@
+"""``acp-proxy ui`` (the web inspector) and ``acp-proxy search`` (its index, from a shell)."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from pathlib import Path
+
+import click
+
+from acp_proxy.cli.common import (
+    CONTEXT,
+    db_option,
+    db_path,
+    dump_json,
+    echo,
+    handle_errors,
+    json_option,
+    open_store,
+)
+from acp_proxy.errors import UsageError
+
+__all__ = ["search", "ui"]
+
+
+def _listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise UsageError(f"--listen takes HOST:PORT, e.g. 127.0.0.1:8700 (got {value!r})")
+    if int(port) > 65535:
+        raise UsageError(f"--listen: port {port} is out of range")
+    return host, int(port)
+
+
+@click.command(context_settings=CONTEXT)
+@db_option
+@click.option(
+    "--listen",
+    default="127.0.0.1:8700",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Where to serve (port 0: any free port). Another address than loopback needs --token.",
+)
+@click.option(
+    "--token",
+    default=None,
+    metavar="SECRET",
+    help="Required by the API (Authorization: Bearer SECRET or ?token=SECRET; the printed "
+    "URL carries it).",
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a browser.")
+@click.option(
+    "--no-index",
+    is_flag=True,
+    help="Do not bring the search index up to date (the database is then only read).",
+)
+@handle_errors
+def ui(db: Path | None, listen: str, token: str | None, open_browser: bool, no_index: bool) -> None:
+    """Serve a live web inspector over the recordings database and print its URL.
+
+    Captures, each capture's timeline with filters and every frame's exact bytes, what the
+    user saw (turns, tool calls, permissions, terminals, diffs, files), search across all
+    captures, exports. A capture being recorded by another process updates within a second.
+
+    \b
+    Example:
+        acp-proxy ui --open
+        acp-proxy ui --listen 0.0.0.0:8700 --token "$(openssl rand -hex 16)"
+    """
+    from acp_proxy.ui.server import UiConfig, make_server, serve_until_interrupted
+
+    host, port = _listen(listen)
+    server = make_server(UiConfig(db_path(db), host, port, token, index=not no_index))
+
+    def ready(url: str) -> None:
+        echo(f"acp-proxy ui: serving {db_path(db)} at {url}")
+        sys.stdout.flush()
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(url)
+
+    serve_until_interrupted(server, ready)
+
+
+@click.command(context_settings=CONTEXT)
+@db_option
+@click.argument("query")
+@click.option("--capture", metavar="CAPTURE", help="Only this capture (id or uid prefix).")
+@click.option("--limit", default=50, show_default=True, help="At most this many hits.")
+@json_option
+@handle_errors
+def search(db: Path | None, query: str, capture: str | None, limit: int, as_json: bool) -> None:
+    """Full-text search over the frames of every capture, newest first.
+
+    Every word must be in the frame; words written together (session/prompt) or in
+    quotes are a phrase; word* is a prefix. Frames recorded since the last search are
+    indexed first.
+
+    \b
+    Example:
+        acp-proxy search 'permission denied'
+        acp-proxy search 'tool_call' --capture 3 --json | jq '.[].seq'
+    """
+    from acp_proxy.store.search import catch_up, pending
+    from acp_proxy.store.search import search as run_search
+
+    if limit < 1:
+        raise UsageError("--limit takes a number of one or more")
+    store = open_store(db)
+    try:
+        todo = pending(store.conn)
+    except sqlite3.OperationalError:
+        todo = 0
+    if todo > 20000:
+        echo(f"acp-proxy: indexing {todo} frames for search…", err=True)
+    try:
+        catch_up(store.conn)
+    except sqlite3.OperationalError as e:
+        echo(f"acp-proxy: warning: search index not brought up to date: {e}", err=True)
+    cid = store.capture(capture)["id"] if capture else None
+    hits = run_search(store.conn, query, capture_id=cid, limit=limit)
+    if as_json:
+        dump_json([h.as_json() for h in hits])
+        return
+    for h in hits:
+        where = f"capture {h.capture_id} #{h.seq}"
+        arrow = "→" if h.direction == "c2a" else "←"
+        label = h.method or h.kind
+        echo(f"{where:<18} {arrow} {label:<28} …{h.before}[{h.match}]{h.after}…")
+    if not hits:
+        echo(f"no frame matches {query!r}", err=True)

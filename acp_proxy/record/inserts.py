@@ -1,0 +1,156 @@
+"""Frames into the ``messages`` table, as fast as SQLite takes them.
+
+What belongs here: the statements that insert frames — many rows per statement, a lean
+statement for frames with only the common fields, and a frame held in pieces written into
+its blob piece by piece. The rest of the recorder's writing is :mod:`acp_proxy.record.sqlite`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from itertools import chain
+from typing import Any
+
+from acp_proxy.protocol.jsonrpc import Info
+from acp_proxy.record.rows import FrameRow
+
+__all__ = ["FRAME_COLUMNS", "FrameInserter", "info_values"]
+
+FRAME_COLUMNS = (
+    "capture_id, seq, direction, t_ns, raw, terminated, opcode, size, kind, method, msg_id, "
+    "session_id, update_kind, tool_call_id, terminal_id, error_code, anomalies, request_seq, "
+    "latency_ns"
+)
+_ROWS_PER_STATEMENT = 50
+_FULL_COLUMNS = FRAME_COLUMNS.removeprefix("capture_id, ")
+_LEAN_COLUMNS = "seq, direction, t_ns, raw, terminated, size, kind, method, session_id, update_kind"
+
+
+def info_values(i: Info) -> tuple[Any, ...]:
+    """The derived fields of a frame or a batch entry, in the order their tables have them."""
+    return (
+        i.kind,
+        i.method,
+        i.id,
+        i.session_id,
+        i.update_kind,
+        i.tool_call_id,
+        i.terminal_id,
+        i.error_code,
+    )
+
+
+def _frame_values(r: FrameRow) -> tuple[Any, ...]:
+    return (
+        r.seq,
+        r.direction,
+        r.t_ns,
+        r.raw,
+        1 if r.terminated else 0,
+        r.opcode,
+        len(r.raw),
+        *info_values(r.info),
+        ",".join(r.anomalies) if r.anomalies else None,
+        r.request_seq,
+        r.latency_ns,
+    )
+
+
+class FrameInserter:
+    """Inserts the frames of a batch; keeps the statements it has built."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._statements: dict[tuple[int, str, int], str] = {}
+
+    def insert(self, cid: int, rows: list[FrameRow]) -> None:
+        """Insert many rows per statement (SQLite's per-statement work and the module's
+        per-row overhead are paid once for many rows). Frames with nothing but the common
+        fields — most notifications — go through a statement that binds only those:
+        binding a parameter, even a NULL, is most of an insert's cost. Rows go in ``seq``
+        order (runs of one shape at a time), so rowid order stays the capture's order."""
+        lean: list[tuple[Any, ...]] = []
+        full: list[tuple[Any, ...]] = []
+        for r in rows:
+            if r.parts is not None:
+                self._insert(cid, _LEAN_COLUMNS, lean)
+                self._insert(cid, _FULL_COLUMNS, full)
+                lean, full = [], []
+                self._long_frame(cid, r)
+                continue
+            i = r.info
+            if (
+                r.request_seq is None
+                and not r.anomalies
+                and i.id is None
+                and r.opcode is None
+                and i.tool_call_id is None
+                and i.terminal_id is None
+                and i.error_code is None
+            ):
+                raw = r.raw
+                if full:
+                    self._insert(cid, _FULL_COLUMNS, full)
+                    full = []
+                lean.append(
+                    (
+                        r.seq,
+                        r.direction,
+                        r.t_ns,
+                        raw,
+                        1 if r.terminated else 0,
+                        len(raw),
+                        i.kind,
+                        i.method,
+                        i.session_id,
+                        i.update_kind,
+                    )
+                )
+            else:
+                if lean:
+                    self._insert(cid, _LEAN_COLUMNS, lean)
+                    lean = []
+                full.append(_frame_values(r))
+        self._insert(cid, _LEAN_COLUMNS, lean)
+        self._insert(cid, _FULL_COLUMNS, full)
+
+    def _insert(self, cid: int, columns: str, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            return
+        k = _ROWS_PER_STATEMENT
+        n = len(rows[0])
+        whole = len(rows) - len(rows) % k
+        if whole:
+            self.conn.executemany(
+                self._statement(cid, columns, n, k),
+                (list(chain.from_iterable(rows[i : i + k])) for i in range(0, whole, k)),
+            )
+        if whole < len(rows):
+            self.conn.executemany(self._statement(cid, columns, n, 1), rows[whole:])
+
+    def _long_frame(self, cid: int, r: FrameRow) -> None:
+        """A frame too long to bind at once: a zeroblob filled piece by piece."""
+        values = list(_frame_values(r))
+        size = r.size
+        values[3] = None
+        values[6] = size
+        (rowid,) = self.conn.execute(
+            f"INSERT INTO messages ({FRAME_COLUMNS}) VALUES ({int(cid)}, "
+            f"{', '.join('zeroblob(?)' if i == 3 else '?' for i in range(18))}) RETURNING id",
+            [size if i == 3 else v for i, v in enumerate(values)],
+        ).fetchone()
+        with self.conn.blobopen("messages", "raw", rowid) as blob:
+            for part in r.parts or ():
+                blob.write(part)
+
+    def _statement(self, capture_id: int, columns: str, width: int, n: int) -> str:
+        key = (capture_id, columns, n)
+        sql = self._statements.get(key)
+        if sql is None:  # the id is ours (an integer from the database), safe as a literal
+            one = f"({int(capture_id)}, {', '.join('?' * width)})"
+            sql = (
+                f"INSERT OR IGNORE INTO messages (capture_id, {columns}) VALUES "
+                f"{', '.join([one] * n)}"
+            )
+            self._statements[key] = sql
+        return sql

@@ -1,0 +1,221 @@
+"""HTTP/1.1 legs on ``h11``, with nothing of our own.
+
+What belongs here: :class:`ClientLeg`, the asyncio protocol of a connection a client made
+to us, and :class:`UpstreamLeg`, our connection to the upstream. ``h11`` parses and frames
+the messages (a well-tried parser, written to the RFCs, without I/O of its own); these
+classes move bytes and events between it and the sockets. No relaying logic and no
+recording here: that is :mod:`acp_proxy.relay.http`.
+
+- Nothing is added: ``h11`` writes no ``Server``, ``Date`` or other header of its own;
+  header names go out spelled as they came.
+- Bytes are written to the socket as soon as an event is sent (the socket has
+  ``TCP_NODELAY``, asyncio's default), so a server-sent event is not held back.
+- Bounded memory: a client's bytes not yet parsed are at most :data:`READ_LIMIT` (reading
+  stops until they are), a head at most :data:`MAX_HEAD`; writes wait for the socket
+  (asyncio's write buffer limits), so a slow reader pushes back on the sender.
+- The first request of a client connection is parsed in the protocol callback, so that a
+  WebSocket upgrade can take the connection over with every byte read so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from collections.abc import Callable
+from typing import Any
+
+import h11
+
+__all__ = ["MAX_HEAD", "READ_LIMIT", "ClientGone", "ClientLeg", "UpstreamLeg"]
+
+MAX_HEAD = 64 * 1024
+READ_LIMIT = 256 * 1024
+_CHUNK = 64 * 1024
+
+
+class ClientGone(Exception):
+    """The client closed or lost its connection."""
+
+
+FirstRequest = Callable[["ClientLeg", h11.Request, bytes], None]
+
+
+class ClientLeg(asyncio.Protocol):
+    """A client's connection. ``first(leg, request, raw)`` is called (in the callback) with
+    the first request and every byte read so far, and may take the transport over (a
+    WebSocket upgrade: the leg then sees nothing more)."""
+
+    def __init__(self, first: FirstRequest) -> None:
+        self._first = first
+        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
+        self.transport: asyncio.Transport | None = None
+        self.request: h11.Request | None = None
+        self._raw: bytearray | None = bytearray()
+        self._pending = bytearray()
+        self._paused = False
+        self._arrived = asyncio.Event()
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._eof = False
+        self._eof_fed = False
+        self.gone = asyncio.Event()  # EOF from the client, or the connection lost
+        self.lost = False
+
+    @property
+    def peer(self) -> str:
+        p = self.transport.get_extra_info("peername") if self.transport else None
+        return f"{p[0]}:{p[1]}" if p else "?"
+
+    # -- asyncio callbacks ----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self._raw is not None:
+            self._sniff(data)
+            return
+        self._pending += data
+        self._arrived.set()
+        if len(self._pending) > READ_LIMIT and self.transport is not None:
+            self._paused = True
+            self.transport.pause_reading()
+
+    def _sniff(self, data: bytes) -> None:
+        assert self._raw is not None and self.transport is not None
+        self._raw += data
+        try:
+            self.h11.receive_data(data)
+            event = self.h11.next_event()
+        except h11.RemoteProtocolError as e:
+            self._raw = None
+            status = e.error_status_hint
+            body = f"acp-proxy: bad request ({e})\n".encode()
+            head = f"HTTP/1.1 {status} Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            self.transport.write(
+                head.encode() + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+            )
+            self.transport.write(body)
+            self.transport.close()
+            return
+        if event is h11.NEED_DATA:
+            return
+        assert isinstance(event, h11.Request)
+        raw, self._raw = bytes(self._raw), None
+        self.request = event
+        self._first(self, event, raw)
+
+    def eof_received(self) -> bool:
+        self._eof = True
+        self._arrived.set()
+        self.gone.set()
+        return True  # we close once the exchange is recorded
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._eof = self.lost = True
+        self._arrived.set()
+        self._writable.set()
+        self.gone.set()
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    # -- for the relay --------------------------------------------------------------------
+
+    async def next_event(self) -> Any:
+        """The next ``h11`` event from the client (``h11.ConnectionClosed`` at its end)."""
+        while True:
+            event = self.h11.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            if self._pending:
+                data = bytes(self._pending)
+                self._pending.clear()
+                if self._paused and self.transport is not None:
+                    self._paused = False
+                    self.transport.resume_reading()
+                self.h11.receive_data(data)
+            elif self._eof and not self._eof_fed:
+                self._eof_fed = True
+                self.h11.receive_data(b"")
+            elif self._eof:
+                return h11.ConnectionClosed()
+            else:
+                self._arrived.clear()
+                await self._arrived.wait()
+
+    async def send(self, event: Any) -> None:
+        if self.lost or self.transport is None or self.transport.is_closing():
+            raise ClientGone
+        data = self.h11.send(event)
+        if data:
+            self.transport.write(data)
+        await self._writable.wait()
+        if self.lost:
+            raise ClientGone
+
+    def reusable(self) -> bool:
+        """Ready for the next request on this connection (both sides done, keep-alive)."""
+        c = self.h11
+        if c.our_state is h11.DONE and c.their_state is h11.DONE and not self.lost:
+            c.start_next_cycle()
+            return True
+        return False
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    def abort(self) -> None:
+        """Drop the connection, so the client sees a body cut short as we did."""
+        if self.transport is not None:
+            self.transport.abort()
+
+
+class UpstreamLeg:
+    """Our connection to the upstream: one request at a time (HTTP/1.1)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD)
+        self.used = False
+
+    @classmethod
+    async def open(cls, host: str, port: int, *, tls: bool, timeout: float) -> UpstreamLeg:
+        context = ssl.create_default_context() if tls else None
+        async with asyncio.timeout(timeout):
+            reader, writer = await asyncio.open_connection(
+                host, port, ssl=context, server_hostname=host if tls else None, limit=_CHUNK
+            )
+        return cls(reader, writer)
+
+    async def send(self, event: Any) -> None:
+        data = self.h11.send(event)
+        if data:
+            self.writer.write(data)
+            await self.writer.drain()
+
+    async def next_event(self) -> Any:
+        while True:
+            event = self.h11.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            self.h11.receive_data(await self.reader.read(_CHUNK))
+
+    def reusable(self) -> bool:
+        c = self.h11
+        if c.our_state is h11.DONE and c.their_state is h11.DONE:
+            c.start_next_cycle()
+            self.used = True
+            return True
+        return False
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.writer.close()

@@ -1,0 +1,321 @@
+"""What the web inspector's JSON routes answer.
+
+What belongs here: turning a read-only :class:`~acp_proxy.store.reader.Store` into the
+values the page shows — the capture list, a page of a capture's timeline, one frame in
+detail, the reconstruction views (at the end or at a frame: ``--at``), search hits and the
+exports. The rules are the other packages': summaries and filters from
+:mod:`acp_proxy.text.timeline`, the fold and its views from :mod:`acp_proxy.reconstruct`,
+the exports from :mod:`acp_proxy.export`, search from :mod:`acp_proxy.store.search`.
+Nothing here writes HTML: the page renders these values as text.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from acp_proxy.errors import UsageError
+from acp_proxy.protocol.jsonrpc import decode
+from acp_proxy.reconstruct import Reconstruction, reconstruct
+from acp_proxy.reconstruct import views as rviews
+from acp_proxy.store.liveness import capture_state
+from acp_proxy.store.reader import Store, StoredFrame
+from acp_proxy.store.search import search, terms
+from acp_proxy.text.timeline import FrameFilter, capture_row, summary
+
+__all__ = [
+    "FOLD_MAX",
+    "VIEWS",
+    "Folds",
+    "capture_json",
+    "capture_row_live",
+    "captures_json",
+    "check_foldable",
+    "frame_detail",
+    "frame_row",
+    "frames_page",
+    "search_json",
+    "state_json",
+]
+
+PAGE = 200
+"""Frames in one page of a timeline."""
+SCAN = 5000
+"""Frames looked at for one page when filters leave few."""
+FOLD_MAX = 100_000
+"""The most frames the server folds for a reconstruction view, the state at a frame, or an
+export that needs the fold: past it the memory a fold takes (hundreds of MB for a million
+frames) would break the server's budget, and the commands do it instead."""
+_RAW_SHOWN = 256 * 1024
+"""Bytes of one frame shipped to the page (the exports have them all)."""
+
+VIEWS: dict[str, Callable[[Reconstruction], Any]] = {
+    "turns": rviews.turns_json,
+    "tools": rviews.tools_json,
+    "permissions": rviews.permissions_json,
+    "terminals": rviews.terminals_json,
+    "diffs": rviews.diffs_json,
+    "files": rviews.files_json,
+    "sessions": rviews.sessions_json,
+}
+
+
+def _ms(t_ns: int | None) -> float | None:
+    return None if t_ns is None else round(t_ns / 1e6, 3)
+
+
+def capture_row_live(c: dict[str, Any]) -> dict[str, Any]:
+    """A capture as the list shows it, with whether it is being recorded now."""
+    row = capture_row(c)
+    state = capture_state(c)
+    row.update(
+        state=state,
+        live=state in ("recording", "finishing"),
+        cwd=c.get("cwd"),
+        listen_url=c.get("listen_url"),
+        upstream_url=c.get("upstream_url"),
+        ended_at=c.get("ended_at"),
+        lost_count=c.get("lost_count", 0),
+        lost_bytes=c.get("lost_bytes", 0),
+        end_reason=c.get("end_reason"),
+    )
+    return row
+
+
+def captures_json(store: Store) -> list[dict[str, Any]]:
+    """Every capture, newest first, with whether it is being recorded."""
+    return [capture_row_live(c) for c in reversed(store.captures())]
+
+
+def capture_json(store: Store, ref: str) -> dict[str, Any]:
+    """A capture's header: what the list shows, and its last seq (an index look-up: a
+    capture page opens in the same time whatever its size)."""
+    c = store.capture(ref)
+    row = capture_row_live(c)
+    last = store.conn.execute(
+        "SELECT MAX(seq) FROM messages WHERE capture_id = ?", [c["id"]]
+    ).fetchone()[0]
+    row["last_seq"] = -1 if last is None else last
+    return row
+
+
+def frame_row(f: StoredFrame) -> dict[str, Any]:
+    """One line of the timeline."""
+    return {
+        "seq": f.seq,
+        "t_ms": _ms(f.frame.t_ns),
+        "direction": f.direction.value,
+        "kind": f.kind,
+        "opcode": f.opcode_text,
+        "method": f.method,
+        "update": f.update_kind,
+        "msg_id": f.msg_id,
+        "session": f.session_id,
+        "tool_call": f.tool_call_id,
+        "terminal": f.terminal_id,
+        "summary": summary(f),
+        "latency_ms": _ms(f.latency_ns),
+        "request_seq": f.request_seq,
+        "anomalies": list(f.anomalies),
+        "size": f.size,
+    }
+
+
+def _seq_at_time(store: Store, capture_id: int, t_ns: int) -> int:
+    """The first seq at or after ``t_ns`` (frame times grow with seq: a binary search over
+    the (capture, seq) index rather than a scan of a large capture)."""
+    row = store.conn.execute(
+        "SELECT MAX(seq) FROM messages WHERE capture_id = ?", [capture_id]
+    ).fetchone()
+    lo, hi = 0, (row[0] if row[0] is not None else -1) + 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        t = store.conn.execute(
+            "SELECT t_ns FROM messages WHERE capture_id = ? AND seq = ?", [capture_id, mid]
+        ).fetchone()
+        if t is None or t[0] >= t_ns:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def frames_page(
+    store: Store,
+    capture_id: int,
+    *,
+    after: int = -1,
+    limit: int = PAGE,
+    flt: FrameFilter | None = None,
+    from_ms: float | None = None,
+    to_ms: float | None = None,
+) -> dict[str, Any]:
+    """Up to ``limit`` frames after seq ``after`` that pass the filters. At most
+    :data:`SCAN` frames are looked at: ``next`` says where to go on, ``done`` whether the
+    end of what is recorded was reached."""
+    limit = max(1, min(int(limit), 1000))
+    if from_ms is not None:
+        after = max(after, _seq_at_time(store, capture_id, int(from_ms * 1e6)) - 1)
+    to_ns = None if to_ms is None else int(to_ms * 1e6)
+    out: list[dict[str, Any]] = []
+    cursor, scanned, done = after, 0, False
+    while len(out) < limit and not done:
+        chunk = list(store.frames(capture_id, after_seq=cursor, limit=1000))
+        if not chunk:
+            done = True
+            break
+        for f in chunk:
+            cursor = f.seq
+            scanned += 1
+            if to_ns is not None and f.frame.t_ns > to_ns:
+                done = True
+                break
+            if flt is None or flt(f):
+                out.append(frame_row(f))
+                if len(out) >= limit:
+                    break
+        if scanned >= SCAN:
+            break
+    return {"frames": out, "next": cursor, "done": done, "scanned": scanned}
+
+
+def _partner(store: Store, f: StoredFrame) -> dict[str, Any] | None:
+    if f.request_seq is not None:
+        return {"role": "request", "seq": f.request_seq, "latency_ms": _ms(f.latency_ns)}
+    if f.kind == "request":
+        row = store.conn.execute(
+            "SELECT seq, latency_ns, kind FROM messages WHERE capture_id = ? AND request_seq = ?",
+            [f.capture_id, f.seq],
+        ).fetchone()
+        if row is not None:
+            return {"role": "response", "seq": row[0], "latency_ms": _ms(row[1]), "kind": row[2]}
+    return None
+
+
+def frame_detail(store: Store, capture_id: int, seq: int) -> dict[str, Any]:
+    """One frame: its line, pretty JSON, exact bytes (as text, and hex when they are not
+    UTF-8 text) and its request or response."""
+    found = list(store.frames(capture_id, after_seq=seq - 1, upto_seq=seq))
+    if not found:
+        raise UsageError(f"no frame {seq} in capture {capture_id}")
+    f = found[0]
+    raw = f.raw[:_RAW_SHOWN]
+    row = frame_row(f)
+    try:
+        raw.decode("utf-8")
+        utf8 = True
+    except UnicodeDecodeError:
+        utf8 = False
+    value = decode(f.raw) if len(f.raw) <= _RAW_SHOWN else None
+    pretty = None
+    if value is not None or f.raw.strip() == b"null":
+        pretty = orjson.dumps(value, option=orjson.OPT_INDENT_2, default=str).decode()
+    row.update(
+        pretty=pretty,
+        text=raw.decode("utf-8", errors="backslashreplace"),
+        hex=None if utf8 and f.opcode_text != "binary" else raw.hex(" "),
+        truncated=len(f.raw) > _RAW_SHOWN,
+        terminated=f.frame.terminated,
+        partner=_partner(store, f),
+    )
+    return row
+
+
+def check_foldable(
+    store: Store, capture_id: int, at: int | None = None, limit: int | None = None
+) -> None:
+    """Refuse, with what to run instead, a fold of more than ``limit`` frames
+    (:data:`FOLD_MAX`)."""
+    limit = FOLD_MAX if limit is None else limit
+    row = store.conn.execute(
+        "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE capture_id = ?", [capture_id]
+    ).fetchone()
+    frames = row[0] + 1 if at is None else min(row[0], at) + 1
+    if frames > limit:
+        raise UsageError(
+            f"too large to fold here ({frames} frames; the server folds at most {limit}): "
+            f"use acp-proxy show {capture_id} --view NAME [--at SEQ] or acp-proxy export"
+        )
+
+
+class Folds:
+    """Reconstructions of captures, kept for the last few looked at and brought up to date
+    by feeding only the frames recorded since (a live capture is folded once)."""
+
+    def __init__(self, keep: int = 2) -> None:
+        self.keep = keep
+        self.lock = threading.Lock()
+        self._folds: OrderedDict[int, tuple[Reconstruction, int]] = OrderedDict()
+
+    def view(self, store: Store, capture_id: int, name: str, at: int | None = None) -> Any:
+        """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now)."""
+        to_json = VIEWS.get(name)
+        if to_json is None:
+            raise UsageError(f"no view {name!r} (choose from {', '.join(VIEWS)})")
+        check_foldable(store, capture_id, at)
+        if at is not None:
+            frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
+            return to_json(reconstruct(frames, at=at))
+        with self.lock:
+            return to_json(self.current(store, capture_id))
+
+    def current(self, store: Store, capture_id: int) -> Reconstruction:
+        """The reconstruction of everything recorded so far (call with :attr:`lock` held)."""
+        r, last = self._folds.pop(capture_id, (None, -1))
+        if r is None:
+            r = reconstruct(sf.frame for sf in store.frames(capture_id))
+            last = r.last_seq if r.last_seq is not None else -1
+        else:
+            for sf in store.frames(capture_id, after_seq=last):
+                r.feed(sf.frame)
+                last = sf.seq
+        self._folds[capture_id] = (r, last)
+        while len(self._folds) > self.keep:
+            self._folds.popitem(last=False)
+        return r
+
+
+def state_json(store: Store, capture_id: int, at: int) -> dict[str, Any]:
+    """The reconstructed state after frame ``at``: what the user had seen by then."""
+    check_foldable(store, capture_id, at)
+    frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
+    r = reconstruct(frames, at=at)
+    tools = rviews.tools_json(r)
+    return {
+        "at": at,
+        "turns": [
+            {k: t[k] for k in ("index", "prompt", "agentText", "stopReason", "seq")}
+            for t in rviews.turns_json(r)
+        ],
+        "tools": [{k: t[k] for k in ("toolCallId", "title", "status", "firstSeq")} for t in tools],
+        "terminals": [
+            {"terminalId": t["terminalId"], "screen": t["screen"], "exitStatus": t["exitStatus"]}
+            for t in rviews.terminals_json(r)
+        ],
+        "files": [
+            {"path": h["path"], "exists": h["exists"], "versions": len(h["versions"])}
+            for h in rviews.files_json(r)
+        ],
+        "sessions": [
+            {k: s[k] for k in ("sessionId", "mode", "plan", "state")}
+            for s in rviews.sessions_json(r)
+        ],
+    }
+
+
+def search_json(
+    store: Store,
+    query: str,
+    *,
+    capture_id: int | None = None,
+    limit: int = 50,
+    before: int | None = None,
+) -> dict[str, Any]:
+    hits = search(
+        store.conn, query, capture_id=capture_id, limit=max(1, min(limit, 500)), before_rowid=before
+    )
+    return {"query": query, "terms": terms(query), "hits": [h.as_json() for h in hits]}

@@ -1,0 +1,501 @@
+// acp-proxy ui: the page. Everything recorded is shown as text (textContent / text nodes),
+// never parsed as HTML; links are built from our own routes only.
+"use strict";
+
+const TOKEN = new URLSearchParams(location.search).get("token");
+const app = document.getElementById("app");
+const VIEWS = ["timeline", "turns", "tools", "permissions", "terminals", "diffs", "files", "sessions"];
+const state = { route: null, capture: null, frames: [], done: false, next: -1, filters: {},
+  selected: null, terms: [], view: null, viewTimer: null };
+
+// ---- helpers -------------------------------------------------------------------------
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+function withToken(url) {
+  if (!TOKEN) return url;
+  return url + (url.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(TOKEN);
+}
+
+async function get(path) {
+  const headers = TOKEN ? { Authorization: "Bearer " + TOKEN } : {};
+  const r = await fetch(path, { headers, credentials: "omit", cache: "no-store" });
+  const body = await r.json();
+  if (!r.ok) throw new Error(body.error || r.statusText);
+  return body;
+}
+
+function hash(...parts) {
+  return "#/" + parts.map((p) => encodeURIComponent(String(p))).join("/");
+}
+
+function ms(v) { return v === null || v === undefined ? "" : v.toFixed(v < 10 ? 3 : 1) + " ms"; }
+
+function pretty(v) { return JSON.stringify(v, null, 2); }
+
+// text with the search terms wrapped in <mark> (text nodes only)
+function marked(text, terms) {
+  const words = (terms || []).filter((t) => t.length > 0);
+  if (!words.length || !text) return [text || ""];
+  const re = new RegExp(words.map((w) => w.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "gi");
+  const out = [];
+  let last = 0;
+  for (const m of text.matchAll(re)) {
+    if (m.index > last) out.push(text.slice(last, m.index));
+    out.push(el("mark", {}, m[0]));
+    last = m.index + m[0].length;
+    if (out.length > 2000) break;
+  }
+  out.push(text.slice(last));
+  return out;
+}
+
+function patchView(text) {
+  const pre = el("pre", { class: "patch" });
+  for (const line of (text || "").split("\n")) {
+    let cls = null;
+    if (line.startsWith("+") && !line.startsWith("+++")) cls = "add";
+    else if (line.startsWith("-") && !line.startsWith("---")) cls = "del";
+    else if (line.startsWith("@@")) cls = "hunk";
+    pre.append(cls ? el("span", { class: cls }, line) : document.createTextNode(line + "\n"));
+  }
+  return pre;
+}
+
+function screen(lines) { return el("pre", { class: "screen", "aria-label": "terminal screen" }, (lines || []).join("\n")); }
+
+function frameLink(cid, seq, label) { return el("a", { href: hash("c", cid, "f", seq) }, label || "#" + seq); }
+
+function fail(e) { app.replaceChildren(el("p", { class: "odd" }, "Error: " + e.message)); }
+
+// ---- theme and live indicator -----------------------------------------------------------
+
+const saved = localStorage.getItem("acp-proxy-theme");
+if (saved) document.documentElement.dataset.theme = saved;
+document.getElementById("theme").addEventListener("click", () => {
+  const dark = matchMedia("(prefers-color-scheme: dark)").matches;
+  const now = document.documentElement.dataset.theme || (dark ? "dark" : "light");
+  const next = now === "dark" ? "light" : "dark";
+  document.documentElement.dataset.theme = next;
+  localStorage.setItem("acp-proxy-theme", next);
+});
+
+document.getElementById("search-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const q = document.getElementById("search-input").value.trim();
+  if (q) location.hash = hash("search", q);
+});
+
+// ---- router ------------------------------------------------------------------------
+
+function parseRoute() {
+  const raw = location.hash.replace(/^#\/?/, "");
+  const [path, query] = raw.split("?");
+  const parts = path ? path.split("/").map(decodeURIComponent) : [];
+  return { parts, query: new URLSearchParams(query || "") };
+}
+
+async function route() {
+  const r = parseRoute();
+  const [head, cid, tab, item] = r.parts;
+  state.terms = r.query.get("q") ? r.query.get("q").match(/[\p{L}\p{N}_]+/gu) || [] : [];
+  try {
+    if (!head) { state.route = "list"; await showList(); }
+    else if (head === "search") { state.route = "search"; await showSearch(cid || ""); }
+    else if (head === "c") {
+      const t = tab === "f" || !tab ? "timeline" : tab;
+      const same = state.route === "capture" && state.capture && String(state.capture.id) === cid && state.view === t;
+      state.route = "capture";
+      if (same && t === "timeline") { await selectFrame(item === undefined ? null : Number(item)); return; }
+      await showCapture(cid, t, item);
+    } else app.replaceChildren(el("p", {}, "No such page."));
+  } catch (e) { fail(e); }
+}
+window.addEventListener("hashchange", route);
+
+// ---- captures list -------------------------------------------------------------------
+
+function captureRow(c) {
+  return el("tr", { "data-id": c.id },
+    el("td", { class: "num" }, el("a", { href: hash("c", c.id) }, String(c.id))),
+    el("td", {}, (c.started_at || "").replace("T", " ").replace("Z", "")),
+    el("td", { class: "num" }, c.duration_s === null ? (c.live ? "running" : "–") : c.duration_s.toFixed(2) + " s"),
+    el("td", {}, c.transport),
+    el("td", {}, (c.client || "?") + " ⇄ " + (c.agent || "?")),
+    el("td", { class: "num" }, c.protocol_version === null ? "" : "v" + c.protocol_version),
+    el("td", { class: "num" }, String(c.messages)),
+    el("td", {}, c.live ? el("span", { class: "badge live" }, "● live") : null, " ", c.status),
+    el("td", {}, c.label || ""),
+    el("td", { class: "mono" }, c.agent_command || ""));
+}
+
+async function showList() {
+  const rows = await get("/api/captures");
+  const body = el("tbody", { id: "captures" }, rows.map(captureRow));
+  app.replaceChildren(el("h1", {}, "Captures"),
+    rows.length ? el("table", {},
+      el("thead", {}, el("tr", {}, ["id", "started (UTC)", "duration", "transport", "client ⇄ agent",
+        "protocol", "frames", "status", "label", "command"].map((h) => el("th", {}, h)))), body)
+      : el("p", { class: "muted" }, "No captures yet: put acp-proxy record in front of an agent."));
+}
+
+// ---- search ------------------------------------------------------------------------
+
+async function showSearch(q) {
+  document.getElementById("search-input").value = q;
+  const res = await get("/api/search?q=" + encodeURIComponent(q));
+  const note = res.pending ? el("p", { class: "muted" }, `Indexing: ${res.pending} frames not searched yet.`) : null;
+  const hits = res.hits.map((h) => el("div", { class: "card hit" },
+    el("a", { href: hash("c", h.capture, "f", h.seq) + "?q=" + encodeURIComponent(q) },
+      `capture ${h.capture} · #${h.seq}`), " ",
+    el("span", { class: h.direction }, h.direction === "c2a" ? "→ client to agent" : "← agent to client"), " ",
+    el("code", {}, h.method || h.kind),
+    el("div", { class: "mono" }, "…", h.before, el("mark", {}, h.match), h.after, "…")));
+  app.replaceChildren(el("h1", {}, `Search: ${q}`), ...[note].filter(Boolean),
+    el("p", { class: "muted" }, `${res.hits.length} frame${res.hits.length === 1 ? "" : "s"}, newest first.`), ...hits);
+}
+
+// ---- a capture -----------------------------------------------------------------------
+
+function captureHeader(c) {
+  const ex = (fmt, label) => el("a", { href: withToken(`/api/captures/${c.id}/export/${fmt}`), download: "" }, label);
+  return el("div", { class: "card", id: "capture-head" },
+    el("h1", {}, `Capture ${c.id} · ${c.transport} · `, el("span", { class: "mono" }, c.agent_command || "")),
+    el("div", {}, `${c.client || "?"} ⇄ ${c.agent || "?"}`, c.protocol_version === null ? "" : ` · ACP v${c.protocol_version}`,
+      ` · started ${c.started_at} · `, el("span", { id: "capture-count" }, `${c.messages} frames`), " · ",
+      c.live ? el("span", { class: "badge live", id: "capture-live" }, "● live") : null, " ",
+      el("span", { id: "capture-status" }, c.status), c.label ? ` · label ${c.label}` : ""),
+    el("div", { class: "exports" }, "Export: ", ex("html", "HTML page"), ex("jsonl", "JSONL (exact bytes)"),
+      ex("patch", "patch"), ex("asciicast", "asciicast")));
+}
+
+async function showCapture(cid, tab, item) {
+  const c = await get(`/api/captures/${encodeURIComponent(cid)}`);
+  state.capture = c;
+  state.view = tab;
+  clearInterval(state.viewTimer);
+  const tabs = el("nav", { class: "tabs", "aria-label": "views" }, VIEWS.map((v) =>
+    el("a", { href: hash("c", c.id, v === "timeline" ? "f" : v), "aria-current": v === tab ? "page" : null }, v)));
+  const body = el("div", { id: "view" });
+  app.replaceChildren(captureHeader(c), tabs, body);
+  if (tab === "timeline") await showTimeline(body, item === undefined ? null : Number(item));
+  else if (VIEWS.includes(tab)) await showView(body, tab, item);
+  else body.append(el("p", {}, "No such view."));
+}
+
+// ---- timeline ----------------------------------------------------------------------
+
+const FILTERS = [["method", "method glob", "text"], ["kind", "kind", ["", "request", "notification", "response", "error", "batch", "invalid"]],
+  ["direction", "direction", ["", "c2a", "a2c"]], ["session", "session", "text"], ["update", "update glob", "text"],
+  ["from_ms", "from ms", "number"], ["to_ms", "to ms", "number"]];
+
+function filterForm() {
+  const form = el("form", { class: "filters", id: "filters" });
+  for (const [name, label, type] of FILTERS) {
+    const value = state.filters[name] || "";
+    const input = Array.isArray(type)
+      ? el("select", { name }, type.map((o) => el("option", { value: o, selected: o === value }, o || "any")))
+      : el("input", { name, type, value, step: type === "number" ? "any" : null });
+    form.append(el("label", {}, label, input));
+  }
+  form.append(el("label", {}, "anomalous", el("input", { type: "checkbox", name: "anomalous", checked: !!state.filters.anomalous })));
+  form.append(el("button", { type: "submit" }, "Filter"), el("button", { type: "reset" }, "Clear"));
+  const apply = (ev) => {
+    ev.preventDefault();
+    const f = {};
+    for (const [name] of FILTERS) { const v = form.elements[name].value.trim(); if (v) f[name] = v; }
+    if (form.elements.anomalous.checked) f.anomalous = "1";
+    state.filters = f;
+    reloadFrames(null);
+  };
+  form.addEventListener("submit", apply);
+  form.addEventListener("reset", (ev) => { setTimeout(() => apply(ev), 0); });
+  return form;
+}
+
+function frameTr(f) {
+  const cid = state.capture.id;
+  const tr = el("tr", { class: "frame", tabindex: "0", "data-seq": f.seq, "aria-selected": "false" },
+    el("td", { class: "num" }, "#" + f.seq),
+    el("td", { class: "num" }, f.t_ms.toFixed(3)),
+    el("td", { class: f.direction }, f.direction === "c2a" ? "→ c2a" : "← a2c"),
+    el("td", {}, f.opcode ? `${f.kind}/${f.opcode}` : f.kind),
+    el("td", { class: "mono" }, f.update || f.method || "", f.msg_id !== null ? ` [${f.msg_id}]` : ""),
+    el("td", {}, f.summary),
+    el("td", { class: "num" }, f.latency_ms !== null ? ms(f.latency_ms) : ""),
+    el("td", { class: "odd" }, f.anomalies.length ? "! " + f.anomalies.join(",") : ""));
+  tr.addEventListener("click", () => { location.hash = hash("c", cid, "f", f.seq); });
+  tr.addEventListener("keydown", (ev) => {
+    let target = null;
+    if (ev.key === "ArrowDown" || ev.key === "j") target = tr.nextElementSibling;
+    else if (ev.key === "ArrowUp" || ev.key === "k") target = tr.previousElementSibling;
+    else if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); location.hash = hash("c", cid, "f", f.seq); return; }
+    if (target) { ev.preventDefault(); target.focus(); }
+  });
+  return tr;
+}
+
+function query(after) {
+  const p = new URLSearchParams(state.filters);
+  p.set("after", String(after));
+  return `/api/captures/${state.capture.id}/frames?` + p.toString();
+}
+
+async function loadMore() {
+  const page = await get(query(state.next));
+  const body = document.getElementById("frames");
+  if (!body) return;
+  for (const f of page.frames) {
+    if (state.frames.length && f.seq <= state.frames[state.frames.length - 1].seq) continue;
+    state.frames.push(f);
+    body.append(frameTr(f));
+  }
+  state.next = page.next;
+  state.done = page.done;
+  const more = document.getElementById("more");
+  if (more) {
+    more.hidden = page.done;
+    more.textContent = page.frames.length ? "Load more" : `Scanned to #${page.next}: more`;
+  }
+  return page;
+}
+
+async function reloadFrames(around) {
+  state.frames = [];
+  state.next = around === null ? -1 : Math.max(-1, around - 51);
+  state.done = false;
+  document.getElementById("frames").replaceChildren();
+  const earlier = document.getElementById("earlier");
+  earlier.hidden = state.next < 0;
+  // fill the first screen even when filters leave few frames
+  for (let i = 0; i < 5; i++) {
+    const page = await loadMore();
+    if (!page || page.done || state.frames.length >= 50) break;
+  }
+}
+
+async function showTimeline(body, seq) {
+  const table = el("table", { "aria-label": "frames" },
+    el("thead", {}, el("tr", {}, ["seq", "t ms", "dir", "kind", "method", "summary", "latency", "anomalies"]
+      .map((h) => el("th", {}, h)))), el("tbody", { id: "frames" }));
+  const earlier = el("button", { id: "earlier", type: "button", hidden: true, onclick: () => reloadFrames(null) }, "From the start");
+  const more = el("button", { id: "more", type: "button", onclick: () => loadMore().catch(fail) }, "Load more");
+  const detail = el("div", { id: "detail" }, el("p", { class: "muted" }, "Select a frame (click, or arrows and Enter)."));
+  body.append(filterForm(), el("div", { class: "split" }, el("div", {}, earlier, table, more), detail));
+  new IntersectionObserver((entries) => {
+    if (entries.some((e) => e.isIntersecting) && !state.done && !more.hidden) loadMore().catch(fail);
+  }).observe(more);
+  await reloadFrames(seq);
+  await selectFrame(seq);
+}
+
+async function selectFrame(seq) {
+  const body = document.getElementById("frames");
+  const detail = document.getElementById("detail");
+  if (!body || !detail) return;
+  if (seq === null) return;
+  if (!body.querySelector(`tr[data-seq="${seq}"]`) && !state.filters.method) {
+    const first = state.frames.length ? state.frames[0].seq : 0;
+    const last = state.frames.length ? state.frames[state.frames.length - 1].seq : -1;
+    if (seq < first || seq > last) await reloadFrames(seq);
+  }
+  for (const tr of body.querySelectorAll("tr[aria-selected=true]")) tr.setAttribute("aria-selected", "false");
+  const tr = body.querySelector(`tr[data-seq="${seq}"]`);
+  if (tr) { tr.setAttribute("aria-selected", "true"); tr.scrollIntoView({ block: "nearest" }); if (document.activeElement !== tr) tr.focus({ preventScroll: true }); }
+  const f = await get(`/api/captures/${state.capture.id}/frames/${seq}`);
+  detail.replaceChildren(frameDetail(f));
+}
+
+function frameDetail(f) {
+  const cid = state.capture.id;
+  const partner = f.partner
+    ? el("dd", {}, frameLink(cid, f.partner.seq, `${f.partner.role} #${f.partner.seq}`),
+      f.partner.latency_ms !== null ? ` after ${ms(f.partner.latency_ms)}` : "")
+    : el("dd", { class: "muted" }, "none");
+  const stateBox = el("div", {});
+  const box = el("div", { class: "card", id: "frame-detail", "data-seq": f.seq },
+    el("h2", {}, `Frame #${f.seq} `, el("span", { class: f.direction }, f.direction === "c2a" ? "→ client to agent" : "← agent to client")),
+    el("dl", { class: "kv" },
+      el("dt", {}, "time"), el("dd", {}, ms(f.t_ms)),
+      el("dt", {}, "kind"), el("dd", {}, f.kind + (f.opcode ? "/" + f.opcode : "")),
+      el("dt", {}, "method"), el("dd", { class: "mono" }, f.method || "–"),
+      el("dt", {}, "id"), el("dd", { class: "mono" }, f.msg_id === null ? "–" : f.msg_id),
+      el("dt", {}, "session"), el("dd", { class: "mono" }, f.session || "–"),
+      f.tool_call ? [el("dt", {}, "tool call"), el("dd", {}, el("a", { href: hash("c", cid, "tools", f.tool_call) }, f.tool_call))] : null,
+      f.terminal ? [el("dt", {}, "terminal"), el("dd", {}, el("a", { href: hash("c", cid, "terminals", f.terminal) }, f.terminal))] : null,
+      el("dt", {}, "paired"), partner,
+      el("dt", {}, "size"), el("dd", {}, `${f.size} bytes` + (f.terminated ? " + \\n" : "")),
+      el("dt", {}, "anomalies"), el("dd", { class: f.anomalies.length ? "odd" : "muted" }, f.anomalies.join(", ") || "none")),
+    f.pretty !== null ? [el("h2", {}, "JSON"), el("pre", { id: "pretty" }, marked(f.pretty, state.terms))] : null,
+    el("h2", {}, "Exact bytes", f.truncated ? " (first 256 KiB; the JSONL export has them all)" : ""),
+    el("pre", { id: "raw" }, marked(f.text, state.terms)),
+    f.hex !== null ? [el("h2", {}, "Hex"), el("pre", { id: "hex" }, f.hex)] : null,
+    el("button", { type: "button", onclick: () => showState(cid, f.seq, stateBox) }, "State at this frame"), stateBox);
+  return box;
+}
+
+async function showState(cid, seq, box) {
+  const s = await get(`/api/captures/${cid}/state?at=${seq}`);
+  box.replaceChildren(el("h2", {}, `What the user had seen after #${seq}`),
+    ...s.terminals.map((t) => [el("div", { class: "muted" }, `terminal ${t.terminalId}`), screen(t.screen)]),
+    el("pre", {}, pretty({ turns: s.turns, tools: s.tools, files: s.files, sessions: s.sessions })));
+}
+
+// ---- the reconstruction views ---------------------------------------------------------
+
+async function showView(body, name, item) {
+  const cid = state.capture.id;
+  const data = await get(`/api/captures/${cid}/view/${name}`);
+  body.replaceChildren(...renderView(name, data, cid, item));
+  if (item !== undefined) {
+    const target = document.getElementById("item-" + item);
+    if (target) { target.classList.add("target"); target.scrollIntoView({ block: "start" }); }
+  }
+}
+
+function history(items, cid) {
+  return items.map((h, i) => [i ? " → " : "", h.status || h.event, " ", frameLink(cid, h.seq, "#" + h.seq)]);
+}
+
+function contentItems(items, cid) {
+  return (items || []).map((c) => {
+    if (!c || typeof c !== "object") return el("pre", {}, pretty(c));
+    if (c.type === "diff") return el("div", {}, "diff of ", el("a", { href: hash("c", cid, "files", c.path) }, String(c.path)),
+      " (", el("a", { href: hash("c", cid, "diffs") }, "as a patch"), ")");
+    if (c.type === "terminal") return el("div", {}, "terminal ", el("a", { href: hash("c", cid, "terminals", c.terminalId) }, String(c.terminalId)));
+    const inner = c.content && typeof c.content === "object" ? c.content : c;
+    if (inner.type === "text") return el("pre", {}, String(inner.text));
+    return el("pre", {}, pretty(c));
+  });
+}
+
+function renderView(name, data, cid, item) {
+  if (!data.length) return [el("p", { class: "muted" }, `No ${name} in this capture.`)];
+  if (name === "turns") return data.map((t) => el("div", { class: "card", id: "item-" + t.index },
+    el("h2", {}, `Turn ${t.index} · `, frameLink(cid, t.seq), ` · ${t.stopReason || (t.endedSeq === null ? "running" : "ended")}`),
+    el("div", { class: "muted" }, `session ${t.sessionId} · duration ${ms(t.durationMs)} · first output after ${ms(t.timeToFirstOutputMs)}` +
+      ` · tools ${ms(t.toolTimeMs)} · permission wait ${ms(t.permissionWaitMs)}`),
+    el("h2", {}, "Prompt"), el("pre", {}, t.prompt),
+    t.thoughtText ? [el("h2", {}, "Thoughts"), el("pre", {}, t.thoughtText)] : null,
+    el("h2", {}, "Answer"), el("pre", {}, t.agentText),
+    t.toolCallIds.length ? el("div", {}, "tool calls: ", t.toolCallIds.map((id) => [el("a", { href: hash("c", cid, "tools", id) }, id), " "])) : null));
+  if (name === "tools") return data.map((t) => el("div", { class: "card", id: "item-" + t.toolCallId },
+    el("h2", {}, `${t.title || t.toolCallId} `, el("span", { class: "badge" }, t.status || "?"), " ", el("span", { class: "muted" }, t.kind || "")),
+    el("div", { class: "mono" }, t.toolCallId, ` · ${ms(t.durationMs)} · first `, frameLink(cid, t.firstSeq)),
+    el("div", {}, "status: ", history(t.statusHistory, cid)),
+    t.locations && t.locations.length ? el("div", {}, "locations: ", t.locations.map((l) => [el("a", { href: hash("c", cid, "files", l.path) }, String(l.path)), " "])) : null,
+    contentItems(t.content, cid),
+    t.rawInput !== null ? [el("div", { class: "muted" }, "raw input"), el("pre", {}, pretty(t.rawInput))] : null,
+    t.rawOutput !== null ? [el("div", { class: "muted" }, "raw output"), el("pre", {}, pretty(t.rawOutput))] : null));
+  if (name === "permissions") return data.map((p) => el("div", { class: "card", id: "item-" + p.seq },
+    el("h2", {}, `${p.title || p.toolCallId || "permission"} · `, frameLink(cid, p.seq)),
+    el("div", {}, "options: ", (p.options || []).map((o) => el("span", { class: "badge" }, `${o && o.optionId} (${o && o.kind})`))),
+    el("div", {}, "choice: ", p.outcome === null ? "unanswered" : `${p.outcome}${p.optionId ? " " + p.optionId : ""}`,
+      p.approved === null ? "" : p.approved ? " — approved" : " — refused", ` · waited ${ms(p.waitMs)}`,
+      p.answeredSeq !== null ? [" · ", frameLink(cid, p.answeredSeq)] : null)));
+  if (name === "terminals") return data.map((t) => terminalCard(t, cid));
+  if (name === "diffs") return data.map((d, i) => el("div", { class: "card", id: "item-" + i },
+    el("h2", {}, `${d.operation} `, el("a", { href: hash("c", cid, "files", d.path) }, d.path), " · ", frameLink(cid, d.seq),
+      d.stale ? el("span", { class: "odd" }, " stale") : null, d.ok === false ? el("span", { class: "odd" }, " failed") : null),
+    el("div", { class: "muted" }, `${d.source}${d.toolCallId ? " · tool call " + d.toolCallId : ""}`),
+    d.patch ? patchView(d.patch) : el("p", { class: "muted" }, "content unknown")));
+  if (name === "files") return data.map((h) => el("div", { class: "card", id: "item-" + h.path },
+    el("h2", { class: "mono" }, h.path),
+    el("div", {}, `at start: ${h.startExists === null ? "unknown" : h.startExists ? "existed" : "absent"} · now: ${h.exists === null ? "unknown" : h.exists ? "exists" : "absent"}`),
+    el("ol", {}, h.versions.map((v) => el("li", {}, frameLink(cid, v.seq), ` ${v.operation} (${v.source})`,
+      v.toolCallId ? [" tool ", el("a", { href: hash("c", cid, "tools", v.toolCallId) }, v.toolCallId)] : null,
+      v.stale ? el("span", { class: "odd" }, " stale") : null))),
+    h.content !== null ? el("pre", {}, h.content) : null));
+  return data.map((s) => el("div", { class: "card" }, el("h2", { class: "mono" }, s.sessionId), el("pre", {}, pretty(s))));
+}
+
+function terminalCard(t, cid) {
+  const scr = screen(t.screen);
+  const marks = t.timeline.filter((e) => e.seq !== undefined);
+  const label = el("span", { class: "muted" }, "end");
+  const slider = el("input", { type: "range", min: 0, max: Math.max(0, marks.length - 1), value: Math.max(0, marks.length - 1),
+    "aria-label": "play the terminal output over time" });
+  slider.addEventListener("change", async () => {
+    const e = marks[Number(slider.value)];
+    if (!e) return;
+    const at = await get(`/api/captures/${cid}/view/terminals?at=${e.seq}`);
+    const same = at.find((x) => x.terminalId === t.terminalId);
+    scr.textContent = same ? same.screen.join("\n") : "";
+    label.textContent = `after #${e.seq} (${ms(e.t_ms)}, ${e.event})`;
+  });
+  return el("div", { class: "card", id: "item-" + t.terminalId },
+    el("h2", { class: "mono" }, t.terminalId, " · ", [t.command, ...(t.args || [])].join(" ")),
+    el("div", { class: "muted" }, `owner ${t.owner} · ` + (t.exitStatus ? `exit ${t.exitStatus.exitCode}${t.exitStatus.signal ? " signal " + t.exitStatus.signal : ""}` : "running"),
+      t.truncated ? " · truncated" : "", " · first ", frameLink(cid, t.firstSeq)),
+    scr, marks.length > 1 ? el("div", {}, "replay: ", label, slider) : null);
+}
+
+// ---- live -------------------------------------------------------------------------
+
+function refreshView() {
+  if (state.route !== "capture" || !state.capture || state.view === "timeline" || state.viewTimer) return;
+  state.viewTimer = setTimeout(async () => {
+    state.viewTimer = null;
+    const body = document.getElementById("view");
+    if (body && state.view !== "timeline") {
+      const y = scrollY;
+      await showView(body, state.view, undefined).catch(() => {});
+      scrollTo(0, y);
+    }
+  }, 300);
+}
+
+function onCaptures(rows) {
+  if (state.route === "list") {
+    const body = document.getElementById("captures");
+    if (!body) { showList().catch(fail); return; }
+    for (const c of rows) {
+      const old = body.querySelector(`tr[data-id="${c.id}"]`);
+      const tr = captureRow(c);
+      if (old) old.replaceWith(tr); else body.prepend(tr);
+    }
+    return;
+  }
+  if (state.route !== "capture" || !state.capture) return;
+  const c = rows.find((r) => r.id === state.capture.id);
+  if (!c) return;
+  const grew = c.messages !== state.capture.messages;
+  state.capture = Object.assign(state.capture, c);
+  const count = document.getElementById("capture-count");
+  if (count) count.textContent = `${c.messages} frames`;
+  const status = document.getElementById("capture-status");
+  if (status) status.textContent = c.status;
+  const live = document.getElementById("capture-live");
+  if (live && !c.live) live.remove();
+  if (!grew) return;
+  if (state.view === "timeline" && state.done) {
+    const n = state.frames.length;
+    loadMore().then(() => {
+      for (const tr of [...document.querySelectorAll("#frames tr")].slice(n)) tr.classList.add("new");
+    }).catch(() => {});
+  } else refreshView();
+}
+
+function connect() {
+  const indicator = document.getElementById("live");
+  const es = new EventSource(withToken("/api/events"));
+  es.addEventListener("open", () => { indicator.textContent = "live"; indicator.className = "live on"; });
+  es.addEventListener("error", () => { indicator.textContent = "reconnecting…"; indicator.className = "live off"; });
+  es.addEventListener("captures", (ev) => { try { onCaptures(JSON.parse(ev.data)); } catch (e) { console.error(e); } });
+}
+
+connect();
+route();

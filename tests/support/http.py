@@ -1,0 +1,326 @@
+"""Shared helpers for the Streamable HTTP tests: the official SDK's ASGI server under
+Hypercorn with every body byte it sent kept, an HTTP client that keeps every byte it
+received, the proxy run in-process on a real loopback socket, and one SDK session."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import socket
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from acp import PROTOCOL_VERSION, connect_to_agent, text_block
+from acp.http import create_http_stream
+from acp.http.asgi import create_asgi_app
+from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
+from hypercorn.asyncio import serve as hypercorn_serve
+from hypercorn.config import Config
+
+from acp_proxy.record.link import RecorderLink
+from acp_proxy.relay.http import serve
+from acp_proxy.relay.listener import Admission, ServeConfig
+from acp_proxy.transports.websocket import WsSettings
+from support.paths import PEERS
+from support.sdk import RecordingClient
+
+StreamKey = tuple[str, str, str | None]  # method, connection id, session id
+
+
+def _sdk_agent_class() -> Any:
+    spec = importlib.util.spec_from_file_location("http_sdk_agent", PEERS / "sdk_agent.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.SdkAgent
+
+
+def _key(method: str, headers: Any) -> StreamKey:
+    conn = headers.get("acp-connection-id") or ""
+    return method, conn, headers.get("acp-session-id")
+
+
+@dataclass
+class Upstream:
+    url: str = ""
+    sent: dict[StreamKey, bytearray] = field(default_factory=lambda: defaultdict(bytearray))
+    requests: list[tuple[str, list[tuple[bytes, bytes]], bytes]] = field(default_factory=list)
+
+
+def _teeing(app: Any, up: Upstream) -> Any:
+    """The app, keeping every response body byte it sends (per request kind) and every
+    request it got."""
+
+    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        key = _key(scope["method"], headers)
+        body = bytearray()
+
+        async def rx() -> Any:
+            message = await receive()
+            if message["type"] == "http.request":
+                body.extend(message.get("body", b""))
+                if not message.get("more_body"):
+                    up.requests.append((scope["method"], list(scope["headers"]), bytes(body)))
+            return message
+
+        async def tx(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body" and scope["method"] == "GET":
+                up.sent[key] += message.get("body", b"")
+            await send(message)
+
+        await app(scope, rx, tx)
+
+    return wrapped
+
+
+@contextlib.asynccontextmanager
+async def sdk_http_server(app: Any = None) -> AsyncIterator[Upstream]:
+    """The SDK's Streamable HTTP + WebSocket app (its http_server example) under
+    Hypercorn; ``url`` is its ``/acp`` endpoint."""
+    agent_class = _sdk_agent_class()
+
+    def factory(conn: Any) -> Any:
+        agent = agent_class()
+        agent.on_connect(conn)
+        return agent
+
+    up = Upstream()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    sock.setblocking(False)
+    port = sock.getsockname()[1]
+    config = Config()
+    config.bind = [f"fd://{sock.detach()}"]  # Hypercorn owns and closes it
+    config.loglevel = "WARNING"
+    config.accesslog = None
+    config.graceful_timeout = 0.5
+    stop = asyncio.Event()
+    asgi = _teeing(app or create_asgi_app(factory), up)
+    task = asyncio.create_task(hypercorn_serve(asgi, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
+    up.url = f"http://127.0.0.1:{port}/acp"
+    try:
+        yield up
+    finally:
+        stop.set()
+        await task
+
+
+class TeeTransport(httpx.AsyncBaseTransport):
+    """An httpx transport that keeps every response body byte the client received."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.AsyncHTTPTransport()
+        self.received: dict[StreamKey, bytearray] = defaultdict(bytearray)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        key = _key(request.method, request.headers)
+        inner = response.stream
+        sink = self.received[key] if request.method == "GET" else bytearray()
+
+        class Stream(httpx.AsyncByteStream):
+            async def __aiter__(self) -> AsyncIterator[bytes]:
+                async for chunk in inner:  # type: ignore[union-attr]
+                    sink.extend(chunk)
+                    yield chunk
+
+            async def aclose(self) -> None:
+                await inner.aclose()  # type: ignore[union-attr]
+
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=Stream(),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+async def http_session(
+    url: str, cwd: Path, tee: TeeTransport | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """One SDK client session over Streamable HTTP: initialize, a session, two prompts
+    (each with a tool call, a permission request and a file read)."""
+    client = RecordingClient()
+    http = httpx.AsyncClient(transport=tee or TeeTransport(), timeout=httpx.Timeout(30.0))
+    transport = create_http_stream(url, client=http)
+    conn = connect_to_agent(client, transport)
+    try:
+        await conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True)),
+            client_info=Implementation(name="sdk-http-client", version="0.1.0"),
+        )
+        session = await conn.new_session(cwd=str(cwd), mcp_servers=[])
+        stops = []
+        for text in ("hello", "héllo wörld ✔"):
+            r = await conn.prompt(session_id=session.session_id, prompt=[text_block(text)])
+            stops.append(r.stop_reason)
+    finally:
+        await conn.close()
+        await transport.close()
+        await http.aclose()
+    return client.updates, stops
+
+
+@dataclass
+class Proxy:
+    url: str
+    writer: RecorderLink
+    stop: asyncio.Event
+    task: asyncio.Task[None]
+
+    async def close(self) -> None:
+        self.stop.set()
+        await self.task
+        await asyncio.to_thread(self.writer.close, 60)
+
+
+@contextlib.asynccontextmanager
+async def running_http_proxy(
+    db: Path,
+    upstream: str,
+    *,
+    token: str | None = None,
+    settings: WsSettings | None = None,
+    max_connections: int = 64,
+) -> AsyncIterator[Proxy]:
+    writer = RecorderLink(db)
+    stop = asyncio.Event()
+    urls: list[str] = []
+    config = ServeConfig(
+        port=0,
+        upstream=upstream,
+        settings=settings or WsSettings(),
+        admission=Admission(token, frozenset()),
+        max_connections=max_connections,
+    )
+    task = asyncio.create_task(serve(config, writer, stop, ready=urls.append))
+    while not urls:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.005)
+    proxy = Proxy(urls[0], writer, stop, task)
+    try:
+        yield proxy
+    finally:
+        await proxy.close()
+
+
+# -- raw peers: exact bytes on the wire ---------------------------------------------------
+
+
+@dataclass
+class RawUpstream:
+    """A raw HTTP/1.1 server: ``reply(method, target, headers, body)`` gives the bytes
+    to write back (a list of pieces, written one by one, a short pause between them);
+    ``None`` in the list: close the connection there."""
+
+    url: str = ""
+    requests: list[tuple[bytes, bytes, list[tuple[bytes, bytes]], bytes]] = field(
+        default_factory=list
+    )
+    eof: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@contextlib.asynccontextmanager
+async def raw_upstream(reply: Any) -> AsyncIterator[RawUpstream]:
+    import h11
+
+    up = RawUpstream()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = h11.Connection(h11.SERVER)
+        request = None
+        body = bytearray()
+        try:
+            while True:
+                event = conn.next_event()
+                if event is h11.NEED_DATA:
+                    data = await reader.read(65536)
+                    conn.receive_data(data)
+                    if not data and request is None:
+                        return
+                    continue
+                if isinstance(event, h11.Request):
+                    request = event
+                elif isinstance(event, h11.Data):
+                    body += event.data
+                elif isinstance(event, h11.EndOfMessage):
+                    assert request is not None
+                    headers = list(request.headers.raw_items())
+                    up.requests.append((request.method, request.target, headers, bytes(body)))
+                    for piece in reply(request.method, request.target, headers, bytes(body)):
+                        if piece is None:
+                            writer.close()
+                            return
+                        writer.write(piece)
+                        await writer.drain()
+                        await asyncio.sleep(0.02)
+                    # then wait for the other side to go away
+                    while await reader.read(65536):
+                        pass
+                    up.eof.set()
+                    return
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    up.url = f"http://127.0.0.1:{port}/acp"
+    try:
+        yield up
+    finally:
+        server.close()
+
+
+def chunked(*pieces: bytes) -> list[bytes]:
+    return [b"%x\r\n%s\r\n" % (len(p), p) for p in pieces]
+
+
+def rebuild_stream(
+    messages: list[tuple[int, str | None, bytes]], events: list[tuple[str, dict[str, Any]]]
+) -> bytes:
+    """An event stream rebuilt from a capture: ``messages`` are the capture's a2c rows
+    (index among them, opcode, raw), ``events`` its events; the stream is the one whose
+    ``stream_end`` is the first."""
+    end = next(d for k, d in events if k == "stream_end")
+    scope = (end["stream"], end.get("session"))
+    sse = [d for k, d in events if k == "sse" and (d["stream"], d.get("session")) == scope]
+    raw_of = {d["message"]: d for d in sse if "message" in d}
+    pending = [d for d in sse if "before" in d]
+    by_index = {i: (op, raw) for i, op, raw in messages}
+    out = bytearray()
+
+    def text(d: dict[str, Any]) -> bytes:
+        import base64
+
+        return d["raw"].encode() if "raw" in d else base64.b64decode(d["raw_b64"])
+
+    for index in end["messages"]:
+        while pending and pending[0]["before"] <= index:
+            out += text(pending.pop(0))
+        op, raw = by_index[index]
+        if op is None:
+            out += raw
+        elif index in raw_of:
+            out += text(raw_of[index])
+        else:
+            out += b"data: " + raw + b"\n\n"
+    for d in pending:
+        out += text(d)
+    if "incomplete" in end:
+        out += text(end["incomplete"])
+    return bytes(out)

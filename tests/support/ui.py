@@ -1,0 +1,80 @@
+"""Helpers for the web inspector's tests: a real ``acp-proxy ui`` process, raw HTTP
+requests (any Host, any Origin) and the system's Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import signal
+import subprocess
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from support.proc import PROXY
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@contextmanager
+def ui_server(db: Path, *extra: str) -> Iterator[str]:
+    """``acp-proxy ui`` on a free loopback port (unless ``extra`` says otherwise); yields
+    the URL it printed."""
+    args = [*PROXY, "ui", "--db", str(db)]
+    if "--listen" not in extra:
+        args += ["--listen", "127.0.0.1:0"]
+    proc = subprocess.Popen(
+        [*args, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().decode()
+        m = re.search(r" at (http://\S+)$", line.strip())
+        if m is None:
+            err = proc.stderr.read().decode() if proc.stderr else ""
+            raise AssertionError(f"acp-proxy ui did not start: {line!r} {err!r}")
+        yield m.group(1)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def request(
+    url: str, path: str, headers: dict[str, str] | None = None, method: str = "GET"
+) -> tuple[int, dict[str, str], bytes]:
+    """One request to the server of ``url`` with exactly these headers (``Host`` included
+    when given)."""
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port or 80, timeout=30)
+    try:
+        hdrs = dict(headers or {})
+        skip = "Host" in hdrs
+        conn.putrequest(method, path, skip_host=skip, skip_accept_encoding=True)
+        for k, v in hdrs.items():
+            conn.putheader(k, v)
+        conn.endheaders()
+        r = conn.getresponse()
+        return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+    finally:
+        conn.close()
+
+
+def launch(playwright: Any) -> Any:
+    """The system's Chromium, headless (no browser download)."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

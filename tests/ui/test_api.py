@@ -1,0 +1,113 @@
+"""What the inspector's routes compute, on a real recorded database: the fold limit that
+keeps the server's memory bounded, and a live capture folded incrementally."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.proc import PROXY
+
+from acp_proxy.errors import UsageError
+from acp_proxy.reconstruct import reconstruct
+from acp_proxy.reconstruct.views import tools_json
+from acp_proxy.store.db import schema_migrations
+from acp_proxy.store.reader import Store
+from acp_proxy.ui.api import Folds, check_foldable, frame_detail, frames_page
+
+
+@pytest.fixture
+def demo(db: Path) -> Store:
+    subprocess.run([*PROXY, "demo", "--db", str(db)], check=True, capture_output=True)
+    return Store(db, readonly=True)
+
+
+def test_fold_limit(demo: Store) -> None:
+    check_foldable(demo, 1, limit=46)
+    check_foldable(demo, 1, at=9, limit=10)
+    with pytest.raises(UsageError, match=r"46 frames.*acp-proxy show 1 --view"):
+        check_foldable(demo, 1, limit=45)
+    with pytest.raises(UsageError, match="11 frames"):
+        check_foldable(demo, 1, at=10, limit=10)
+
+
+def test_incremental_fold_is_the_whole_fold(demo: Store, db: Path) -> None:
+    folds = Folds()
+    whole = tools_json(reconstruct(sf.frame for sf in demo.frames(1)))
+    # the fold kept from an earlier look at the first 20 frames, then brought up to date
+    r = reconstruct((sf.frame for sf in demo.frames(1, upto_seq=19)), at=19)
+    folds._folds[1] = (r, 19)
+    assert folds.view(demo, 1, "tools") == whole
+    assert folds.view(demo, 1, "tools", at=12) == tools_json(
+        reconstruct((sf.frame for sf in demo.frames(1)), at=12)
+    )
+
+
+def test_frames_page_scans_a_bounded_number(demo: Store) -> None:
+    from acp_proxy.text.timeline import FrameFilter
+
+    page = frames_page(demo, 1, flt=FrameFilter(method="no/such"))
+    assert page == {"frames": [], "next": 45, "done": True, "scanned": 46}
+    page = frames_page(demo, 1, after=40, limit=2)
+    assert [f["seq"] for f in page["frames"]] == [41, 42] and not page["done"]
+
+
+def _one_frame_db(path: Path, raw: bytes, opcode: str | None) -> Store:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TEXT)")
+    for _, sql in schema_migrations():
+        conn.executescript(sql)
+    conn.execute(
+        "INSERT INTO captures (id, uid, transport, started_at, started_ns, proxy_version) "
+        "VALUES (1, 'u', 'ws', 'x', 0, 'p')"
+    )
+    conn.execute(
+        "INSERT INTO messages (capture_id, seq, direction, t_ns, raw, terminated, opcode, size, "
+        "kind) VALUES (1, 0, 'a2c', 0, ?, 0, ?, ?, 'invalid')",
+        [raw, opcode, len(raw)],
+    )
+    conn.commit()
+    conn.close()
+    path.chmod(0o600)
+    return Store(path, readonly=True)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    raw=st.binary(max_size=200)
+    | st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+        lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids),
+        max_leaves=12,
+    ).map(lambda v: json.dumps(v).encode()),
+    opcode=st.sampled_from([None, "text", "binary"]),
+)
+def test_any_frame_has_a_detail(tmp_path: Path, raw: bytes, opcode: str | None) -> None:
+    path = tmp_path / f"one-{abs(hash((raw, opcode)))}.sqlite"
+    store = _one_frame_db(path, raw, opcode)
+    try:
+        row = frames_page(store, 1)["frames"][0]
+        assert row["seq"] == 0 and isinstance(row["summary"], str)
+        d = frame_detail(store, 1, 0)
+        # the exact bytes come back: as text, and in hex whenever they are not UTF-8 text
+        try:
+            raw.decode("utf-8")
+            text = opcode != "binary"
+            assert d["text"].encode("utf-8") == raw
+        except UnicodeDecodeError:
+            text = False
+            assert "\\x" in d["text"]
+        assert (d["hex"] is None) == text
+        if d["hex"] is not None:
+            assert bytes.fromhex(d["hex"]) == raw
+    finally:
+        store.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)

@@ -1,0 +1,189 @@
+"""The inspector in a real browser (the system's Chromium through Playwright): the demo
+capture's pages, filters, search, and a capture that grows while the page is open."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright import sync_api
+from support.proc import PROXY, wait_recorded
+from support.ui import launch, ui_server
+
+expect = sync_api.expect
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("ui-browser")
+    d.chmod(0o700)
+    db = d / "demo.sqlite"
+    subprocess.run([*PROXY, "demo", "--db", str(db)], check=True, capture_output=True)
+    return db
+
+
+@pytest.fixture(scope="module")
+def url(demo_db: Path) -> Iterator[str]:
+    with ui_server(demo_db) as u:
+        yield u
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    pg = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    yield pg
+    pg.close()
+    assert errors == []
+
+
+def test_captures_list(page: Any, url: str) -> None:
+    page.goto(url)
+    row = page.locator("#captures tr").first
+    expect(row).to_contain_text("demo-client 1.0.0 ⇄ demo-agent 1.0.0")
+    expect(row).to_contain_text("exit 0")
+    expect(row).to_contain_text("v1")
+    expect(page.locator("#live")).to_have_text("live")
+
+
+def test_timeline_and_frame_detail(page: Any, url: str) -> None:
+    page.goto(url + "#/c/1")
+    rows = page.locator("#frames tr")
+    expect(rows.first).to_contain_text("initialize")
+    assert rows.count() == 46
+    rows.first.click()
+    detail = page.locator("#frame-detail")
+    expect(detail).to_contain_text("Frame #0")
+    expect(detail.locator("#pretty")).to_contain_text('"method": "initialize"')
+    expect(detail).to_contain_text("response #1")
+    # keyboard: down arrow and Enter open the next frame
+    page.locator('#frames tr[data-seq="0"]').focus()
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    expect(page.locator("#frame-detail")).to_contain_text("Frame #1")
+    assert page.url.endswith("#/c/1/f/1")
+    page.locator("#frame-detail a", has_text="request #0").click()
+    expect(page.locator("#frame-detail")).to_contain_text("Frame #0")
+
+
+def test_a_tool_call_and_its_deep_link(page: Any, url: str) -> None:
+    page.goto(url + "#/c/1/tools/call_edit")
+    card = page.locator("#item-call_edit")
+    expect(card).to_contain_text("Enable debug in config.json")
+    expect(card).to_contain_text("completed")
+    expect(card).to_contain_text("in_progress #12 → completed #15")
+    expect(card).to_have_class("card target")
+
+
+def test_terminal_screen(page: Any, url: str) -> None:
+    page.goto(url + "#/c/1/terminals")
+    scr = page.locator("pre.screen").first
+    expect(scr).to_have_text("collecting 3 tests\n3 passed in 0.03s")
+    assert "\x1b" not in scr.text_content()
+
+
+def test_diff_is_coloured_and_says_so_in_text(page: Any, url: str) -> None:
+    page.goto(url + "#/c/1/diffs")
+    added = page.locator("pre.patch span.add").first
+    removed = page.locator("pre.patch span.del").first
+    expect(added).to_have_text('+  "debug": true,')
+    expect(removed).to_have_text('-  "debug": false,')
+    colour = added.evaluate("e => getComputedStyle(e).color")
+    assert colour != removed.evaluate("e => getComputedStyle(e).color")
+    assert colour != page.locator("pre.patch").first.evaluate("e => getComputedStyle(e).color")
+
+
+def test_filters(page: Any, url: str) -> None:
+    page.goto(url + "#/c/1")
+    expect(page.locator("#frames tr")).to_have_count(46)
+    page.select_option("#filters select[name=kind]", "response")
+    page.select_option("#filters select[name=direction]", "a2c")
+    page.click("#filters button[type=submit]")
+    rows = page.locator("#frames tr")
+    expect(rows.first).to_contain_text("response")
+    kinds = rows.locator("td:nth-child(4)").all_text_contents()
+    dirs = rows.locator("td:nth-child(3)").all_text_contents()
+    assert 0 < len(kinds) < 46 and set(kinds) == {"response"} and set(dirs) == {"← a2c"}
+    page.fill("#filters input[name=method]", "fs/*")
+    page.select_option("#filters select[name=kind]", "")
+    page.select_option("#filters select[name=direction]", "")
+    page.click("#filters button[type=submit]")
+    expect(rows.first).to_contain_text("fs/")
+    methods = rows.locator("td:nth-child(5)").all_text_contents()
+    assert methods and all(m.startswith("fs/") for m in methods)
+
+
+def test_search_jumps_to_the_frame(page: Any, url: str) -> None:
+    page.goto(url)
+    page.fill("#search-input", "write_text_file")
+    page.press("#search-input", "Enter")
+    hit = page.locator(".hit a").first
+    expect(hit).to_contain_text("capture 1 · #")
+    seq = int(hit.text_content().split("#")[1])
+    hit.click()
+    detail = page.locator("#frame-detail")
+    expect(detail).to_contain_text(f"Frame #{seq}")
+    expect(detail.locator("#pretty mark").first).to_have_text("write_text_file")
+    expect(page.locator(f'#frames tr[data-seq="{seq}"]')).to_have_attribute("aria-selected", "true")
+
+
+ECHO = "import sys\nfor line in sys.stdin:\n    print(line, end='', flush=True)\n"
+
+
+def test_live_frames_appear_while_another_process_records(
+    page: Any, url: str, demo_db: Path
+) -> None:
+    page.goto(url)
+    expect(page.locator("#captures tr")).to_have_count(1)
+    proc = subprocess.Popen(
+        [*PROXY, "record", "--db", str(demo_db), "--label", "live-one", "--", sys.executable,
+         "-c", ECHO],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+
+        def say(word: str) -> None:
+            line = b'{"jsonrpc":"2.0","method":"live/' + word.encode() + b'"}\n'
+            proc.stdin.write(line)  # type: ignore[union-attr]
+            proc.stdin.flush()  # type: ignore[union-attr]
+            assert proc.stdout.readline() == line  # type: ignore[union-attr]
+
+        say("first")
+        new = page.locator('#captures tr[data-id="2"]')
+        expect(new).to_contain_text("live-one", timeout=5000)
+        expect(new).to_contain_text("● live")
+        new.locator("a").first.click()
+        rows = page.locator("#frames tr")
+        expect(rows).to_have_count(2)
+        t0 = time.monotonic()
+        say("second")
+        expect(rows).to_have_count(4, timeout=5000)
+        expect(rows.nth(2)).to_contain_text("live/second")
+        seen_after = time.monotonic() - t0
+        say("third")
+        expect(rows.nth(4)).to_contain_text("live/third", timeout=5000)
+        expect(page.locator("#capture-count")).to_have_text("6 frames")
+        # the page did not reload: the row clicked before is still the same element
+        assert page.evaluate("performance.getEntriesByType('navigation').length") == 1
+        print(f"live frame shown {seen_after:.2f} s after it was written")
+    finally:
+        proc.stdin.close()
+        proc.wait(30)
+        wait_recorded(demo_db)
+    expect(page.locator("#capture-live")).to_have_count(0, timeout=5000)
