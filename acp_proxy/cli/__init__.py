@@ -36,6 +36,7 @@ COMMANDS = {
     "http": "acp_proxy.cli.http:http",
     "replay": "acp_proxy.cli.replay:replay",
     "demo": "acp_proxy.cli.demo:demo",
+    "check": "acp_proxy.cli.check:check",
     "otel": "acp_proxy.cli.otel:otel",
     "ui": "acp_proxy.cli.ui:ui",
     "search": "acp_proxy.cli.ui:search",

@@ -182,6 +182,12 @@ def _timeline(
     help="Only frames (and stderr lines) whose text matches this regular expression; "
     "case-insensitive unless it has a capital letter.",
 )
+@click.option(
+    "--check",
+    "with_check",
+    is_flag=True,
+    help="Mark the frames that break ACP (the rules of acp-proxy check).",
+)
 @filter_options
 @output_options
 @handle_errors
@@ -197,6 +203,7 @@ def show(
     since: str | None,
     grep: str | None,
     no_pager: bool,
+    with_check: bool,
     **filters: Any,
 ) -> None:
     """Print a capture's timeline (default: the latest capture), or a view of it.
@@ -256,6 +263,11 @@ def show(
     first_t = None if since is None else _since(since, c["started_at"])
     keep = FrameFilter(**filters)
     match = Grep(grep) if grep is not None else None
+    marks: dict[int, list[Any]] = {}
+    if with_check:  # the findings of acp-proxy check, by the frame they are about
+        from acp_proxy.check.source import by_seq, check_stored
+
+        marks = by_seq(check_stored(store.frames(c["id"])))
     after = -1 if from_seq is None else from_seq - 1
     frames = (
         f
@@ -284,6 +296,7 @@ def show(
             merged(iter(()), False, show_stderr),
             merged(iter(()), True, False),  # events stay: they are the lifecycle
             match,
+            marks if with_check else None,
         )
         return
     items = merged(frames, True, show_stderr)  # events stay with any filter
@@ -295,6 +308,8 @@ def show(
         for _t, rank, item in items:
             if rank == 1:
                 echo(frame_parts(item, started, width))
+                for x in marks.get(item.seq, []):
+                    echo(f"{'':>12} ⚠ {x.severity} {x.rule} [{x.side}] {x.message}")
             elif rank == 0:
                 if match is None or match.text(f"{item['kind']} {item.get('detail') or ''}"):
                     echo(event_parts(item, width, started))
@@ -324,6 +339,7 @@ def _show_json(
     stderr: Iterator[tuple[int, int, Any]],
     events: Iterator[tuple[int, int, Any]],
     match: Any,
+    marks: dict[int, list[Any]] | None = None,
 ) -> None:
     """``show --json``: one JSON document, written as it is read from cursors (nothing of
     the capture is held in memory): the capture, its frames, stderr and events."""
@@ -344,7 +360,17 @@ def _show_json(
         out.write(b"\n ]\n}\n" if last else b"\n ],\n")
 
     out.write(b'{"capture": ' + dumps(c) + b",\n")
-    array("frames", (dumps(frame_object(f, c["uid"])) for _t, _r, f in frames))
+
+    def frame(f: StoredFrame) -> dict[str, Any]:
+        obj = frame_object(f, c["uid"])
+        if marks is not None:  # show --check: what acp-proxy check found in this frame
+            obj["findings"] = [
+                {"rule": x.rule, "severity": x.severity, "side": x.side, "message": x.message}
+                for x in marks.get(f.seq, [])
+            ]
+        return obj
+
+    array("frames", (dumps(frame(f)) for _t, _r, f in frames))
     array(
         "stderr",
         (

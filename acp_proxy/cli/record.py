@@ -46,6 +46,12 @@ __all__ = ["record"]
     show_default=True,
     help="Seconds to wait after the client closes stdin before terminating the agent.",
 )
+@click.option(
+    "--check",
+    "live_check",
+    is_flag=True,
+    help="Print ACP conformance findings (acp-proxy check) on stderr as they happen.",
+)
 @otel_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def record(
@@ -55,6 +61,7 @@ def record(
     headers: tuple[str, ...],
     keep_secrets: bool,
     grace: float,
+    live_check: bool,
     otlp_endpoint: str | None,
     otel_content: bool,
     command: tuple[str, ...],
@@ -88,6 +95,8 @@ def record(
             fail("give either --upstream URL or an agent command, not both", 2)
         from acp_proxy.cli.ws import record_upstream
 
+        if live_check:
+            _start_live_check(db_path(db))
         os._exit(
             record_upstream(
                 db,
@@ -107,6 +116,8 @@ def record(
     if grace < 0:
         fail("--grace must be zero or more seconds", 2)
     tune_relay_process()
+    if live_check:
+        _start_live_check(db)
     writer = RecorderLink(db, recorder_env=recorder_env)
     code = 1
     try:
@@ -118,3 +129,16 @@ def record(
         writer.close()
         sys.stderr.flush()
     os._exit(code)
+
+
+def _start_live_check(db: Path) -> None:
+    """The process of ``record --check`` (:mod:`acp_proxy.check.live`): it reads what the
+    recorder stored, never our stdin or stdout."""
+    import subprocess
+
+    subprocess.Popen(
+        [sys.executable, "-m", "acp_proxy.check.live", str(db), str(os.getpid())],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )

@@ -27,6 +27,8 @@ import shlex
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any
 
+from acp_proxy.check.rules import Finding
+from acp_proxy.check.source import by_seq
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct.terminals import Attrs, render_cells
 from acp_proxy.reconstruct.views import (
@@ -430,12 +432,43 @@ def _events(events: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _conformance(found: list[Finding]) -> list[str]:
+    """What ``acp-proxy check`` found, by rule (nothing when it found nothing)."""
+    if not found:
+        return []
+    rules: dict[str, list[Finding]] = {}
+    for f in found:
+        rules.setdefault(f.rule, []).append(f)
+    rows = "".join(
+        f"<tr><td>{_e(fs[0].severity)}</td><td><code>{_e(rule)}</code></td>"
+        f"<td class=num>{len(fs)}</td><td>{_e(', '.join(sorted({f.side for f in fs})))}</td>"
+        f"<td>{_e(', '.join(str(f.seq) for f in fs[:20] if f.seq is not None))}</td>"
+        f"<td>{_e(fs[0].spec)}</td></tr>"
+        for rule, fs in sorted(rules.items())
+    )
+    return [
+        "<h2>Conformance</h2><table><tr><th>severity</th><th>rule</th><th>findings</th>"
+        f"<th>side</th><th>frames</th><th>spec</th></tr>{rows}</table>"
+    ]
+
+
+def _marks(found: list[Finding] | None) -> str:
+    if not found:
+        return ""
+    items = "".join(
+        f"<br><code>{_e(f.severity)} {_e(f.rule)}</code> [{_e(f.side)}] {_e(f.message)}"
+        for f in found
+    )
+    return f"<div class=odd>⚠ {len(found)} finding(s){items}</div>"
+
+
 class _Rows:
     """The frames table, written as the frames are read: runs of message chunks collapse
     into one row; frame text is capped per frame and per page."""
 
-    def __init__(self, out: IO[str]) -> None:
+    def __init__(self, out: IO[str], marks: dict[int, list[Finding]] | None = None) -> None:
         self.out = out
+        self.marks = marks or {}
         self.run: list[StoredFrame] = []
         self.budget = _RAW_BUDGET
 
@@ -456,12 +489,13 @@ class _Rows:
             f"<td class=num>{f.frame.t_ns / 1e6:.3f}</td><td class=num>{f.seq}</td>"
             f'<td class="{d}">{_e(f.direction.arrow)}</td><td>{_e(f.kind)}</td>'
             f"<td>{_e(label)}</td><td><code>{_e(f.msg_id)}</code></td>"
-            f"<td><details><summary>{_e(summary(f))}{odd}</summary>{body}</details></td>"
+            f"<td><details><summary>{_e(summary(f))}{odd}</summary>{body}</details>"
+            f"{_marks(self.marks.get(f.seq))}</td>"
             f"<td class=num>{latency}</td></tr>\n"
         )
 
     def add(self, f: StoredFrame) -> None:
-        if f.update_kind in _RUN_KINDS and not f.anomalies:
+        if f.update_kind in _RUN_KINDS and not f.anomalies and f.seq not in self.marks:
             first = self.run[0] if self.run else None
             if first is None or (
                 first.update_kind == f.update_kind
@@ -471,7 +505,7 @@ class _Rows:
                 self.run.append(f)
                 return
         self.flush()
-        if f.update_kind in _RUN_KINDS and not f.anomalies:
+        if f.update_kind in _RUN_KINDS and not f.anomalies and f.seq not in self.marks:
             self.run.append(f)
         else:
             self.out.write(self.row(f))
@@ -517,6 +551,7 @@ def write_capture_html(
 ) -> int:
     """The page of a capture in the database, read from it as :func:`write_html` needs:
     what ``export --format html`` writes and the inspector's export button serves."""
+    from acp_proxy.check.source import check_stored
     from acp_proxy.store.liveness import capture_state
     from acp_proxy.text.timeline import cut_short
 
@@ -532,6 +567,7 @@ def write_capture_html(
         from_seq=from_seq,
         max_frames=max_frames,
         progress=progress,
+        findings=check_stored(store.frames(cid)),
     )
 
 
@@ -546,11 +582,13 @@ def write_html(
     from_seq: int = 0,
     max_frames: int = DEFAULT_MAX_FRAMES,
     progress: Callable[[int], None] = lambda n: None,
+    findings: Iterable[Finding] | None = None,
 ) -> int:
     """Write the page for one capture to ``out``, reading the frames twice from
     ``frames()`` (the fold, then the table): nothing is held but what the views need.
     Returns the number of frames laid out in the table."""
     r: Reconstruction = reconstruct(f.frame for f in _ticking(frames(), progress))
+    found = list(findings or ())
     c = capture_row(capture)
     last = r.last_seq if r.last_seq is not None else -1
     shown = range(from_seq, min(last + 1, from_seq + max_frames))
@@ -577,6 +615,7 @@ def write_html(
         *_diffs(diffs, shown),
         *_stderr(stderr()),
         *_events(list(events)),
+        *_conformance(found),
     ]
     out.write("\n".join(head) + "\n")
     count = r.frames
@@ -588,7 +627,7 @@ def write_html(
         "<th>kind</th><th>method / update</th><th>id</th><th>summary and bytes</th>"
         "<th>latency</th></tr>\n"
     )
-    rows = _Rows(out)
+    rows = _Rows(out, by_seq(found))
     n = 0
     for f in _ticking(frames(), progress):
         if f.seq < shown.start:

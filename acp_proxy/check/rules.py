@@ -1,0 +1,406 @@
+"""The conformance rules and the findings they produce (pure values).
+
+What belongs here: the table of every rule ``acp-proxy check`` applies (its id, severity,
+the side normally at fault, the protocol versions it applies to, a one-line title and the
+page of the ACP specification it comes from), and :class:`Finding`, one rule broken by one
+frame (or by the capture as a whole). ``docs/check.md`` explains each rule in prose; a test
+keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["ERROR", "INFO", "RULES", "SEVERITIES", "WARNING", "Finding", "Rule", "rule"]
+
+ERROR = "error"
+WARNING = "warning"
+INFO = "info"
+SEVERITIES = (ERROR, WARNING, INFO)
+
+_SPEC = "https://agentclientprotocol.com/protocol"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """One check. ``side`` is who is normally at fault: ``sender`` (whoever sent the
+    frame), ``receiver`` (whoever should have answered), ``agent``, ``client`` or ``-``."""
+
+    id: str
+    severity: str
+    side: str
+    versions: tuple[int, ...]
+    title: str
+    spec: str
+    covers_schema: bool = False  # a finding of this rule replaces schema.invalid on its frame
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One rule broken. ``seq`` is the frame at fault (None: the capture as a whole);
+    ``related`` are other frames involved (the request of a response, the cancel...)."""
+
+    rule: str
+    severity: str
+    side: str
+    seq: int | None
+    message: str
+    excerpt: str = ""
+    related: tuple[int, ...] = field(default=())
+    spec: str = ""
+
+
+def _r(
+    id: str,
+    severity: str,
+    side: str,
+    title: str,
+    page: str,
+    versions: tuple[int, ...] = (1, 2),
+    covers_schema: bool = False,
+) -> Rule:
+    v = versions[0] if len(versions) == 1 else 1
+    spec = page if page.startswith("https://") else f"{_SPEC}/v{v}/{page}"
+    return Rule(id, severity, side, versions, title, spec, covers_schema)
+
+
+_LIST = [
+    # -- framing: stdio is one UTF-8 JSON-RPC message per line, nothing else --------------
+    _r(
+        "framing.not-json",
+        ERROR,
+        "sender",
+        "a line that is not JSON (logs on stdout?)",
+        "transports#stdio",
+    ),
+    _r(
+        "framing.embedded-newline",
+        ERROR,
+        "sender",
+        "a message broken over several lines by a raw newline",
+        "transports#stdio",
+    ),
+    _r(
+        "framing.trailing-data",
+        ERROR,
+        "sender",
+        "bytes after the JSON message on its line",
+        "transports#stdio",
+    ),
+    _r(
+        "framing.leading-noise",
+        ERROR,
+        "sender",
+        "bytes before the JSON message on its line",
+        "transports#stdio",
+    ),
+    _r(
+        "framing.invalid-utf8",
+        ERROR,
+        "sender",
+        "a line that is not valid UTF-8",
+        "transports#stdio",
+    ),
+    _r("framing.bom", ERROR, "sender", "a byte order mark before the message", "transports#stdio"),
+    _r("framing.crlf", WARNING, "sender", "a line ended by CRLF instead of LF", "transports#stdio"),
+    _r(
+        "framing.whitespace",
+        WARNING,
+        "sender",
+        "spaces or tabs around the message",
+        "transports#stdio",
+    ),
+    _r("framing.empty-line", WARNING, "sender", "an empty line", "transports#stdio"),
+    _r(
+        "framing.unterminated",
+        WARNING,
+        "sender",
+        "the last line has no newline",
+        "transports#stdio",
+    ),
+    _r(
+        "framing.binary",
+        WARNING,
+        "sender",
+        "a binary WebSocket message (receivers ignore it)",
+        "transports",
+    ),
+    # -- JSON ---------------------------------------------------------------------------
+    _r(
+        "json.non-standard",
+        ERROR,
+        "sender",
+        "NaN or Infinity, which JSON does not have",
+        "https://www.rfc-editor.org/rfc/rfc8259#section-6",
+    ),
+    _r(
+        "json.duplicate-keys",
+        WARNING,
+        "sender",
+        "an object with the same key twice",
+        "https://www.rfc-editor.org/rfc/rfc8259#section-4",
+    ),
+    _r(
+        "json.lone-surrogate",
+        WARNING,
+        "sender",
+        "a string with an unpaired surrogate escape",
+        "https://www.rfc-editor.org/rfc/rfc8259#section-8.2",
+    ),
+    # -- JSON-RPC -------------------------------------------------------------------------
+    _r("rpc.no-version", ERROR, "sender", 'a message without "jsonrpc": "2.0"', "overview"),
+    _r(
+        "rpc.not-jsonrpc",
+        ERROR,
+        "sender",
+        "JSON that is not a request, notification or response",
+        "overview",
+    ),
+    _r(
+        "rpc.batch",
+        ERROR,
+        "sender",
+        "a batch where none is allowed (v1), or an empty one",
+        "transports#stdio",
+    ),
+    _r(
+        "rpc.invalid-error",
+        ERROR,
+        "sender",
+        "an error object that is not JSON-RPC {code: integer, message: string}",
+        "https://www.jsonrpc.org/specification#error_object",
+    ),
+    _r(
+        "rpc.unpaired-response",
+        ERROR,
+        "sender",
+        "a response to a request that was never sent",
+        "overview",
+    ),
+    _r(
+        "rpc.duplicate-response",
+        ERROR,
+        "sender",
+        "a second response to the same request",
+        "overview",
+    ),
+    _r(
+        "rpc.duplicate-request-id",
+        ERROR,
+        "sender",
+        "a request id reused while still pending",
+        "overview",
+    ),
+    _r(
+        "rpc.unanswered",
+        ERROR,
+        "receiver",
+        "a request never answered by the end of the capture",
+        "overview",
+    ),
+    # -- schema ---------------------------------------------------------------------------
+    _r(
+        "schema.invalid",
+        ERROR,
+        "sender",
+        "a message that does not match the ACP JSON Schema",
+        "schema",
+    ),
+    _r(
+        "schema.method",
+        ERROR,
+        "sender",
+        "a method ACP does not define for this direction (custom methods start with _)",
+        "extensibility",
+    ),
+    _r(
+        "schema.unstable",
+        WARNING,
+        "sender",
+        "valid only under the unstable schema (check with --unstable)",
+        "schema",
+    ),
+    # -- lifecycle and capabilities -------------------------------------------------------
+    _r(
+        "acp.no-initialize",
+        INFO,
+        "-",
+        "no initialize in the capture: the version is assumed",
+        "initialization",
+    ),
+    _r(
+        "acp.unknown-version",
+        WARNING,
+        "agent",
+        "a protocol version with no schema here",
+        "initialization#version-negotiation",
+    ),
+    _r(
+        "acp.before-initialize",
+        ERROR,
+        "sender",
+        "a method before initialize completed",
+        "initialization",
+    ),
+    _r(
+        "acp.unknown-session",
+        ERROR,
+        "sender",
+        "a sessionId no session/new, load, resume, fork or list produced",
+        "session-setup#session-id",
+    ),
+    _r(
+        "cap.client-method",
+        ERROR,
+        "agent",
+        "a client method the client did not advertise (fs, terminal, elicitation)",
+        "initialization#client-capabilities",
+    ),
+    _r(
+        "cap.agent-method",
+        ERROR,
+        "client",
+        "an agent method the agent did not advertise (loadSession, session capabilities, logout)",
+        "initialization#agent-capabilities",
+    ),
+    _r(
+        "cap.prompt-content",
+        ERROR,
+        "client",
+        "prompt content the agent did not advertise (image, audio, embedded resource)",
+        "initialization#prompt-capabilities",
+    ),
+    _r(
+        "cap.mcp-transport",
+        ERROR,
+        "client",
+        "an MCP server transport the agent did not advertise",
+        "session-setup#mcp-servers",
+    ),
+    _r(
+        "acp.permission-option",
+        ERROR,
+        "client",
+        "a permission outcome whose optionId was not offered",
+        "tool-calls#requesting-permission",
+    ),
+    # -- prompt turns ---------------------------------------------------------------------
+    _r(
+        "turn.concurrent-prompt",
+        ERROR,
+        "client",
+        "a second session/prompt on a session while one is in flight",
+        "prompt-turn",
+        versions=(1,),
+    ),
+    _r(
+        "turn.cancel-not-honoured",
+        ERROR,
+        "agent",
+        "session/cancel not answered by the cancelled stop reason",
+        "prompt-turn#cancellation",
+    ),
+    _r(
+        "turn.update-after-turn",
+        WARNING,
+        "agent",
+        "turn output for a session after its prompt response",
+        "prompt-turn#4-check-for-completion",
+        versions=(1,),
+    ),
+    _r(
+        "v1.unknown-tool-call",
+        ERROR,
+        "agent",
+        "tool_call_update for a toolCallId no tool_call announced",
+        "tool-calls#updating",
+        versions=(1,),
+    ),
+    _r(
+        "v1.terminal-after-release",
+        ERROR,
+        "agent",
+        "a terminalId used after terminal/release",
+        "terminals",
+        versions=(1,),
+    ),
+    _r(
+        "v2.turn-unfinished",
+        ERROR,
+        "agent",
+        "an accepted prompt never ended by an idle state_update",
+        "prompt-lifecycle#session-states",
+        versions=(2,),
+    ),
+    _r(
+        "v2.message-id",
+        ERROR,
+        "agent",
+        "a message update without messageId",
+        "prompt-lifecycle#3-agent-reports-output",
+        versions=(2,),
+        covers_schema=True,
+    ),
+    _r(
+        "v2.patch-first-report",
+        WARNING,
+        "agent",
+        "the first update of a tool call without title, or of a terminal without command",
+        "tool-calls#reporting",
+        versions=(2,),
+    ),
+    _r(
+        "v2.terminal",
+        ERROR,
+        "agent",
+        "agent-owned terminal rules: base64 data, absolute cwd, one update per terminal per batch",
+        "tool-calls#content",
+        versions=(2,),
+    ),
+    _r(
+        "v2.permission-title",
+        ERROR,
+        "agent",
+        "session/request_permission without a title",
+        "tool-calls#requesting-permission",
+        versions=(2,),
+        covers_schema=True,
+    ),
+    _r(
+        "v2.cancel-capability",
+        ERROR,
+        "client",
+        "tool_call/cancel or terminal/cancel for a target that did not advertise cancel",
+        "tool-calls#cancelling-tool-calls",
+        versions=(2,),
+    ),
+    # -- timing ---------------------------------------------------------------------------
+    _r(
+        "timing.slow-response",
+        WARNING,
+        "receiver",
+        "a request answered after more than the --slow threshold",
+        "overview",
+    ),
+    _r(
+        "timing.slow-cancel",
+        WARNING,
+        "agent",
+        "a cancel honoured after more than the --slow-cancel threshold",
+        "prompt-turn#cancellation",
+    ),
+    # -- the capture itself ---------------------------------------------------------------
+    _r(
+        "capture.incomplete",
+        INFO,
+        "-",
+        "frames the recorder could not keep whole (not checked)",
+        "https://agentclientprotocol.com/protocol/v1/transports",
+    ),
+]
+
+RULES: dict[str, Rule] = {r.id: r for r in _LIST}
+
+
+def rule(rule_id: str) -> Rule:
+    return RULES[rule_id]

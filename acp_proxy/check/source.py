@@ -1,0 +1,120 @@
+"""Where ``acp-proxy check`` reads frames from: a capture in a recordings
+database, or a ``jsonl`` export (:func:`acp_proxy.export.jsonl.read_jsonl`).
+
+What belongs here: turning either into ``(Frame, recorder flags)`` pairs in ``seq`` order,
+one capture at a time, so the pure :class:`~acp_proxy.check.core.Checker` never knows where
+they came from. The recorder's flags (``split``, ``truncated``, ``resumed``...) come from the
+stored ``anomalies``, so a frame the recorder could not keep whole is not blamed on a peer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import orjson
+
+from acp_proxy.check.core import Checker
+from acp_proxy.check.rules import Finding
+from acp_proxy.errors import UsageError
+from acp_proxy.export.jsonl import read_jsonl
+from acp_proxy.protocol.frames import Frame
+from acp_proxy.store.reader import Store, StoredFrame
+
+__all__ = ["Capture", "by_seq", "check_stored", "from_jsonl", "from_store"]
+
+Pair = tuple[Frame, tuple[str, ...]]
+
+
+@dataclass(slots=True)
+class Capture:
+    """One capture to check: a name for reports and its frames (read lazily)."""
+
+    name: str
+    frames: Iterator[Pair]
+
+
+def from_store(store: Store, refs: list[str], every: bool) -> Iterator[Capture]:
+    rows = store.captures() if every else [store.capture(r) for r in refs or [None]]  # type: ignore[list-item]
+    for c in rows:
+        yield Capture(
+            f"capture {c['id']} ({c['uid'][:12]})",
+            ((f.frame, f.anomalies) for f in store.frames(c["id"])),
+        )
+
+
+def from_jsonl(path: Path) -> Iterator[Capture]:
+    """The captures of a ``jsonl`` export, split by its ``capture`` field, read as they are
+    checked (a capture's frames are never all in memory). Each capture's frames must be
+    consumed before the next capture is asked for."""
+    try:
+        handle = path.open("rb")
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from e
+    with handle:
+        groups = _Groups(_lines(handle, path))
+        while groups.head is not None:
+            uid = groups.head[0]
+            frames = groups.take(uid)
+            yield Capture(f"{path.name} capture {uid[:12]}", frames)
+            for _ in frames:  # whatever the caller left unread
+                pass
+
+
+class _Groups:
+    """Consecutive lines of one capture at a time, reading ahead one line."""
+
+    def __init__(self, lines: Iterator[tuple[str, Pair]]) -> None:
+        self._lines = lines
+        self.head = next(lines, None)
+
+    def take(self, uid: str) -> Iterator[Pair]:
+        while self.head is not None and self.head[0] == uid:
+            pair = self.head[1]
+            self.head = next(self._lines, None)
+            yield pair
+
+
+_PLAIN_HEAD = b'{"capture":"'
+_NO_FLAGS = b'"anomalies":[]'
+
+
+def _lines(handle: IO[bytes], path: Path) -> Iterator[tuple[str, Pair]]:
+    for n, line in enumerate(handle, 1):
+        if not line.strip():
+            continue
+        try:
+            frame = next(read_jsonl([line]))
+            end = line.find(b'"', len(_PLAIN_HEAD))
+            if line.startswith(_PLAIN_HEAD) and end > 0 and _NO_FLAGS in line:
+                # what the export writes: no need to parse the line a second time
+                yield line[len(_PLAIN_HEAD) : end].decode("utf-8", "replace"), (frame, ())
+                continue
+            obj = orjson.loads(line)
+        except (orjson.JSONDecodeError, KeyError, ValueError, TypeError, StopIteration) as e:
+            raise UsageError(f"{path}:{n}: not a jsonl export line ({e})") from e
+        flags = obj.get("anomalies") if isinstance(obj, dict) else None
+        uid = str(obj.get("capture", "")) if isinstance(obj, dict) else ""
+        kept = tuple(x for x in flags if isinstance(x, str)) if isinstance(flags, list) else ()
+        yield uid, (frame, kept)
+
+
+def check_stored(frames: Iterable[StoredFrame]) -> list[Finding]:
+    """Every finding of one capture's stored frames (what ``show --check`` and the HTML
+    report mark)."""
+    checker = Checker()
+    for f in frames:
+        checker.feed(f.frame, f.anomalies)
+    checker.finish()
+    return checker.findings
+
+
+def by_seq(findings: Iterable[Finding]) -> dict[int, list[Finding]]:
+    """Findings by the frame they are about (those about the capture as a whole left out)."""
+    out: dict[int, list[Finding]] = {}
+    for f in findings:
+        if f.seq is not None:
+            out.setdefault(f.seq, []).append(f)
+    return out

@@ -1,0 +1,116 @@
+"""The bundled schemas: provenance that matches the bytes, a refresh that checks what it
+installs, and a method index that agrees with the official method tables."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acp_proxy.check.refresh import BUNDLE, main
+from acp_proxy.check.schemas import FILES, load_schemas
+
+NAMES = [
+    f"{v}/{n}"
+    for v in ("v1", "v2")
+    for n in ("schema.json", "schema.unstable.json", "meta.json", "meta.unstable.json")
+]
+
+
+def test_provenance_matches_every_bundled_file() -> None:
+    prov = json.loads((BUNDLE / "PROVENANCE.json").read_text())
+    assert prov["repository"] == "https://github.com/agentclientprotocol/agent-client-protocol"
+    assert sorted(prov["files"]) == sorted(NAMES)
+    for rel, entry in prov["files"].items():
+        assert hashlib.sha256((BUNDLE / rel).read_bytes()).hexdigest() == entry["sha256"], rel
+        assert entry["version"] and entry["origin"]
+    assert set(FILES.values()) <= set(prov["files"])
+
+
+def test_the_index_has_every_method_of_the_official_tables() -> None:
+    for version in (1, 2):
+        schemas = load_schemas(version)
+        assert schemas is not None
+        meta = json.loads((BUNDLE / f"v{version}" / "meta.json").read_text())
+        for table, sender in (
+            ("agentMethods", "client"),
+            ("clientMethods", "agent"),
+            ("protocolMethods", "client"),
+        ):
+            for method in meta[table].values():
+                assert schemas.lookup(method, sender) is not None, (version, method)
+        assert schemas.lookup("session/prompt", "agent") is None  # the wrong direction
+    assert load_schemas(3) is None
+
+
+def test_a_failed_union_is_explained_by_its_branch() -> None:
+    s = load_schemas(2)
+    assert s is not None
+    bad = {
+        "sessionId": "s",
+        "update": {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "x"},
+        },
+    }
+    assert not s.is_valid("UpdateSessionNotification", bad)
+    (reason,) = s.explain("UpdateSessionNotification", bad)
+    assert reason.startswith(".update") and '"messageId" is a required property' in reason
+    other = {"sessionId": "s", "update": {"sessionUpdate": "_custom_kind", "x": 1}}
+    assert s.is_valid("UpdateSessionNotification", other)  # v2's "other" branch
+
+
+def _source(tmp_path: Path, layout: str) -> Path:
+    src = tmp_path / "src"
+    for rel in NAMES:
+        target = src / layout / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(BUNDLE / rel, target)
+    return src
+
+
+@pytest.mark.parametrize("layout", ["", "schema"])
+def test_refresh_installs_and_rewrites_the_provenance(tmp_path: Path, layout: str) -> None:
+    src = _source(tmp_path, layout)
+    data = json.loads((src / layout / "v2/schema.json").read_text())
+    data["$defs"]["_Added"] = {"type": "object"}
+    (src / layout / "v2/schema.json").write_text(json.dumps(data))
+    dest = tmp_path / "dest"
+    assert main([str(src), "--version", "9.9.9", "--origin", "test", "--dest", str(dest)]) == 0
+    prov = json.loads((dest / "PROVENANCE.json").read_text())
+    entry = prov["files"]["v2/schema.json"]
+    new = (dest / "v2/schema.json").read_bytes()
+    assert entry == {
+        "origin": "test/v2/schema.json",
+        "version": "9.9.9",
+        "sha256": hashlib.sha256(new).hexdigest(),
+    }
+    assert b"_Added" in new
+
+
+def test_refresh_refuses_a_broken_file_and_replaces_nothing(tmp_path: Path) -> None:
+    src = _source(tmp_path, "")
+    (src / "v1/schema.unstable.json").write_text('{"$defs": {}}')
+    dest = tmp_path / "dest"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "acp_proxy.check.refresh",
+            str(src),
+            "--version",
+            "x",
+            "--dest",
+            str(dest),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1 and "no $defs with x-method" in proc.stderr
+    assert not dest.exists()
