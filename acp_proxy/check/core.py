@@ -153,8 +153,12 @@ class Checker:
         unstable: bool = False,
         ignore: Iterable[str] = (),
         thresholds: Thresholds | None = None,
+        keep_per_rule: int | None = None,
     ) -> None:
         self.forced = version
+        # with a bound, only the first findings of each rule are kept; every one is counted
+        self.keep_per_rule = keep_per_rule
+        self.counts: dict[str, int] = {}
         self.version: int = version or 1
         self.unstable = unstable
         self.ignore = frozenset(ignore)
@@ -251,7 +255,11 @@ class Checker:
         covered = {f.seq for f in out if RULES[f.rule].covers_schema}
         if covered:
             out = [f for f in out if not (f.rule == "schema.invalid" and f.seq in covered)]
-        self.findings.extend(out)
+        for f in out:
+            n = self.counts.get(f.rule, 0)
+            self.counts[f.rule] = n + 1
+            if self.keep_per_rule is None or n < self.keep_per_rule:
+                self.findings.append(f)
         self._out = []
         return out
 

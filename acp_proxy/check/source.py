@@ -23,7 +23,7 @@ from acp_proxy.export.jsonl import read_jsonl
 from acp_proxy.protocol.frames import Frame
 from acp_proxy.store.reader import Store, StoredFrame
 
-__all__ = ["Capture", "by_seq", "check_stored", "from_jsonl", "from_store"]
+__all__ = ["Capture", "by_seq", "check_stored", "checked", "from_jsonl", "from_store"]
 
 Pair = tuple[Frame, tuple[str, ...]]
 
@@ -83,8 +83,8 @@ _NO_FLAGS = b'"anomalies":[]'
 
 def _lines(handle: IO[bytes], path: Path) -> Iterator[tuple[str, Pair]]:
     for n, line in enumerate(handle, 1):
-        if not line.strip():
-            continue
+        if not line.strip() or line.lstrip().startswith(b'{"record"'):
+            continue  # blank, or the capture's metadata, stderr or events: not frames
         try:
             frame = next(read_jsonl([line]))
             end = line.find(b'"', len(_PLAIN_HEAD))
@@ -93,6 +93,9 @@ def _lines(handle: IO[bytes], path: Path) -> Iterator[tuple[str, Pair]]:
                 yield line[len(_PLAIN_HEAD) : end].decode("utf-8", "replace"), (frame, ())
                 continue
             obj = orjson.loads(line)
+        except UsageError as e:  # what the export reader says, with the file's own line
+            why = str(e).split(": ", 1)[-1]
+            raise UsageError(f"{path}:{n}: not a jsonl export line ({why})") from e
         except (orjson.JSONDecodeError, KeyError, ValueError, TypeError, StopIteration) as e:
             raise UsageError(f"{path}:{n}: not a jsonl export line ({e})") from e
         flags = obj.get("anomalies") if isinstance(obj, dict) else None
@@ -101,14 +104,20 @@ def _lines(handle: IO[bytes], path: Path) -> Iterator[tuple[str, Pair]]:
         yield uid, (frame, kept)
 
 
-def check_stored(frames: Iterable[StoredFrame]) -> list[Finding]:
-    """Every finding of one capture's stored frames (what ``show --check`` and the HTML
-    report mark)."""
-    checker = Checker()
+def check_stored(frames: Iterable[StoredFrame], keep_per_rule: int | None = None) -> list[Finding]:
+    """The findings of one capture's stored frames (what ``show --check`` and the HTML
+    report mark); with ``keep_per_rule``, the first that many of each rule (a capture that
+    breaks one rule in every frame must not hold a finding per frame)."""
+    return checked(frames, keep_per_rule).findings
+
+
+def checked(frames: Iterable[StoredFrame], keep_per_rule: int | None = None) -> Checker:
+    """The checker after the whole capture: its findings, and ``counts`` by rule."""
+    checker = Checker(keep_per_rule=keep_per_rule)
     for f in frames:
         checker.feed(f.frame, f.anomalies)
     checker.finish()
-    return checker.findings
+    return checker
 
 
 def by_seq(findings: Iterable[Finding]) -> dict[int, list[Finding]]:

@@ -432,8 +432,12 @@ def _events(events: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def _conformance(found: list[Finding]) -> list[str]:
-    """What ``acp-proxy check`` found, by rule (nothing when it found nothing)."""
+_MARKED_PER_RULE = 200  # findings of one rule marked on a page; all are counted
+
+
+def _conformance(found: list[Finding], counts: dict[str, int] | None = None) -> list[str]:
+    """What ``acp-proxy check`` found, by rule (nothing when it found nothing); ``counts``:
+    how many of each there were, when only the first were kept."""
     if not found:
         return []
     rules: dict[str, list[Finding]] = {}
@@ -441,7 +445,8 @@ def _conformance(found: list[Finding]) -> list[str]:
         rules.setdefault(f.rule, []).append(f)
     rows = "".join(
         f"<tr><td>{_e(fs[0].severity)}</td><td><code>{_e(rule)}</code></td>"
-        f"<td class=num>{len(fs)}</td><td>{_e(', '.join(sorted({f.side for f in fs})))}</td>"
+        f"<td class=num>{(counts or {}).get(rule, len(fs))}</td>"
+        f"<td>{_e(', '.join(sorted({f.side for f in fs})))}</td>"
         f"<td>{_e(', '.join(str(f.seq) for f in fs[:20] if f.seq is not None))}</td>"
         f"<td>{_e(fs[0].spec)}</td></tr>"
         for rule, fs in sorted(rules.items())
@@ -495,7 +500,7 @@ class _Rows:
         )
 
     def add(self, f: StoredFrame) -> None:
-        if f.update_kind in _RUN_KINDS and not f.anomalies and f.seq not in self.marks:
+        if f.update_kind in _RUN_KINDS and not f.anomalies:
             first = self.run[0] if self.run else None
             if first is None or (
                 first.update_kind == f.update_kind
@@ -505,7 +510,7 @@ class _Rows:
                 self.run.append(f)
                 return
         self.flush()
-        if f.update_kind in _RUN_KINDS and not f.anomalies and f.seq not in self.marks:
+        if f.update_kind in _RUN_KINDS and not f.anomalies:
             self.run.append(f)
         else:
             self.out.write(self.row(f))
@@ -551,12 +556,13 @@ def write_capture_html(
 ) -> int:
     """The page of a capture in the database, read from it as :func:`write_html` needs:
     what ``export --format html`` writes and the inspector's export button serves."""
-    from acp_proxy.check.source import check_stored
+    from acp_proxy.check.source import checked
     from acp_proxy.store.liveness import capture_state
     from acp_proxy.text.timeline import cut_short
 
     cid = capture["id"]
     ended = capture_state(capture) != "recording"
+    checker = checked(store.frames(cid), keep_per_rule=_MARKED_PER_RULE)
     return write_html(
         out,
         capture,
@@ -567,7 +573,8 @@ def write_capture_html(
         from_seq=from_seq,
         max_frames=max_frames,
         progress=progress,
-        findings=check_stored(store.frames(cid)),
+        findings=checker.findings,
+        finding_counts=checker.counts,
     )
 
 
@@ -583,6 +590,7 @@ def write_html(
     max_frames: int = DEFAULT_MAX_FRAMES,
     progress: Callable[[int], None] = lambda n: None,
     findings: Iterable[Finding] | None = None,
+    finding_counts: dict[str, int] | None = None,
 ) -> int:
     """Write the page for one capture to ``out``, reading the frames twice from
     ``frames()`` (the fold, then the table): nothing is held but what the views need.
@@ -615,7 +623,7 @@ def write_html(
         *_diffs(diffs, shown),
         *_stderr(stderr()),
         *_events(list(events)),
-        *_conformance(found),
+        *_conformance(found, finding_counts),
     ]
     out.write("\n".join(head) + "\n")
     count = r.frames
