@@ -58,6 +58,7 @@ class StoredFrame:
         return self.frame.opcode.value if self.frame.opcode else None
 
 
+_MIN_NUMERIC_PREFIX = 4  # an all-digit reference this long may be a uid prefix
 _FRAME_COLUMNS = (
     "capture_id, seq, direction, t_ns, raw, terminated, opcode, size, kind, method, msg_id, "
     "session_id, update_kind, tool_call_id, terminal_id, error_code, anomalies, request_seq, "
@@ -150,7 +151,9 @@ class Store:
                 )
             else:
                 rows = list(self.db.query("SELECT * FROM captures WHERE id = ?", [n]))
-                if not rows:  # no such id: a uid prefix that happens to be all digits
+                if not rows and len(text) >= _MIN_NUMERIC_PREFIX:
+                    # no such id: a uid prefix that happens to be all digits; a short number
+                    # is an id that is gone, never another capture's uid ("rm 1" twice)
                     rows = self._by_uid(text)
         else:
             rows = self._by_uid(text)

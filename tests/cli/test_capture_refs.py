@@ -134,3 +134,19 @@ def test_tail_says_a_jsonl_export_is_for_show(demo: tuple[Path, Path]) -> None:
     assert (
         r.stderr == f"acp-proxy: error: tail reads the database; for the export {export} use show\n"
     )
+
+
+def test_a_short_number_that_is_no_id_is_never_a_uid_prefix(
+    demo: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # "rm 1" run twice must not delete the capture whose uid happens to start with "1"
+    db = tmp_path / "copy.sqlite"
+    db.write_bytes(demo[0].read_bytes())
+    db.chmod(0o600)
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("UPDATE captures SET uid = '1abcdef0' WHERE id = 1")
+        conn.execute("UPDATE captures SET id = 7 WHERE id = 1")
+    conn.close()
+    r = cli("show", "1", "--db", str(db))
+    assert r.returncode == 2 and "no capture '1'" in r.stderr
