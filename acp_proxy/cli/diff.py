@@ -68,7 +68,8 @@ def diff(
         acp-proxy diff 3 4 --json --ignore params.update.content.text
     """
     from acp_proxy.cli.views import load_frames
-    from acp_proxy.replay.compare import compare, parse_ignore, summarise_run, timing_changes
+    from acp_proxy.replay.compare import compare, parse_ignore, summarise_run
+    from acp_proxy.replay.detail import timing_changes
     from acp_proxy.replay.match import Mapper, parse_messages
     from acp_proxy.text.diff import diff_lines, timing_lines
 

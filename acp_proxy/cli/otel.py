@@ -17,7 +17,7 @@ import orjson
 from acp_proxy import __version__
 from acp_proxy.cli.common import CONTEXT, db_option, echo, fail, handle_errors, open_store
 from acp_proxy.errors import UsageError
-from acp_proxy.otel.mapping import CaptureInfo
+from acp_proxy.otel.fold import CaptureInfo
 from acp_proxy.otel.source import Traced, trace_capture
 
 __all__ = ["live_recorder_env", "otel", "otel_options", "traced_captures"]

@@ -67,7 +67,8 @@ def ui(db: Path | None, listen: str, token: str | None, open_browser: bool, no_i
         acp-proxy ui --open
         acp-proxy ui --listen 0.0.0.0:8700 --token "$(openssl rand -hex 16)"
     """
-    from acp_proxy.ui.server import UiConfig, make_server, serve_until_interrupted
+    from acp_proxy.ui.server import make_server, serve_until_interrupted
+    from acp_proxy.ui.state import UiConfig
 
     host, port = _listen(listen)
     server = make_server(UiConfig(db_path(db), host, port, token, index=not no_index))

@@ -24,16 +24,10 @@ from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.framing import LineFramer
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.replay.client import ClientStandIn
-from acp_proxy.replay.compare import (
-    Divergence,
-    RunSummary,
-    compare,
-    nothing_compared,
-    parse_ignore,
-    summarise_run,
-)
+from acp_proxy.replay.compare import compare, nothing_compared, parse_ignore, summarise_run
 from acp_proxy.replay.match import Problem
 from acp_proxy.replay.serve import Recording, load_recording
+from acp_proxy.replay.summary import Divergence, RunSummary
 
 __all__ = ["Outcome", "replay_client"]
 

@@ -1,6 +1,6 @@
 """``acp-proxy diff`` as text: the differences between two sessions (pure).
 
-What belongs here: laying out the :class:`~acp_proxy.replay.compare.Divergence` list of two
+What belongs here: laying out the :class:`~acp_proxy.replay.summary.Divergence` list of two
 runs for a person — one line per difference, a word diff under a changed prompt or answer,
 a unified diff under a changed file — and the timing table. Strings come from recordings:
 the caller prints them through :func:`acp_proxy.cli.common.echo`.
@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from acp_proxy.replay.compare import Divergence
+from acp_proxy.replay.summary import Divergence
 
 __all__ = ["diff_lines", "timing_lines", "word_diff"]
 

@@ -15,7 +15,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from support.paths import ROOT
 
 from acp_proxy.export.jsonl import read_jsonl
-from acp_proxy.otel.mapping import CaptureInfo, TraceFold, spans
+from acp_proxy.otel.fold import CaptureInfo, TraceFold
+from acp_proxy.otel.mapping import spans
 from acp_proxy.otel.model import MAX_ARRAY, MAX_CONTENT, MAX_VALUE, SpanData, attr
 from acp_proxy.otel.otlpjson import encode
 from acp_proxy.otel.sdk import readable
