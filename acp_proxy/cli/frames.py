@@ -49,7 +49,7 @@ def captures(db: Path | None, as_json: bool, limit: int | None, no_pager: bool) 
     Example:
         acp-proxy captures -n 5
     """
-    from acp_proxy.text.timeline import capture_row
+    from acp_proxy.text.captures import capture_row
 
     store = open_store(db)
     rows = [capture_row(c) for c in store.captures(limit)]
@@ -222,11 +222,10 @@ def show(
         acp-proxy show --grep 'Traceback|ENOENT' --since 2m
     """
     from acp_proxy.store.liveness import capture_state
+    from acp_proxy.text.captures import capture_header, cut_short
     from acp_proxy.text.timeline import (
         FrameFilter,
         Grep,
-        capture_header,
-        cut_short,
         event_parts,
         frame_parts,
         seq_width,
@@ -585,7 +584,7 @@ class _Announcer:
             self._say(c, "ended")
 
     def _say(self, c: dict[str, Any], what: str) -> None:
-        from acp_proxy.text.timeline import capture_row, cut_short
+        from acp_proxy.text.captures import capture_row, cut_short
 
         row = capture_row(c)
         crashed = bool(c.get("exit_signal")) or c.get("exit_code") not in (None, 0)

@@ -40,7 +40,8 @@ from acp_proxy.reconstruct.views import (
     turns_json,
 )
 from acp_proxy.store.reader import Store, StoredFrame
-from acp_proxy.text.timeline import capture_row, summary
+from acp_proxy.text.captures import capture_row
+from acp_proxy.text.summary import summary
 
 __all__ = [
     "CSP",
@@ -553,7 +554,7 @@ def write_capture_html(
     what ``export --format html`` writes and the inspector's export button serves."""
     from acp_proxy.check.source import check_stored
     from acp_proxy.store.liveness import capture_state
-    from acp_proxy.text.timeline import cut_short
+    from acp_proxy.text.captures import cut_short
 
     cid = capture["id"]
     ended = capture_state(capture) != "recording"
