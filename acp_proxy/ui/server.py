@@ -4,7 +4,7 @@ What belongs here: a threaded standard-library HTTP server over a recordings dat
 request is checked before anything is read: its ``Host`` must name this server (a page on
 another site that rebinds its DNS name to 127.0.0.1 is refused), an ``Origin``, when sent,
 must be this server's, and with ``--token`` the API wants it (``Authorization: Bearer`` or
-``?token=``; the rules of :class:`acp_proxy.relay.listener.Admission`). The page itself is
+``?token=``; the rules of :class:`acp_proxy.relay.admission.Admission`). The page itself is
 static files of this package under a strict Content-Security-Policy (:data:`CSP`): scripts
 and styles from this server only, nothing inline, nothing from elsewhere.
 
@@ -36,7 +36,7 @@ from websockets.http11 import Request
 
 from acp_proxy.errors import ProxyError, StoreError, UsageError
 from acp_proxy.export.html import CSP as EXPORT_CSP
-from acp_proxy.relay.listener import Admission, check_listen_address, check_token
+from acp_proxy.relay.admission import Admission, check_listen_address, check_token
 from acp_proxy.store.db import connect, migrate
 from acp_proxy.store.reader import Store
 from acp_proxy.store.search import catch_up, indexed_upto, pending
