@@ -21,9 +21,9 @@ __all__ = ["COMMANDS", "main"]
 # command name -> "module:attribute" of its click command
 COMMANDS = {
     "record": "acp_proxy.cli.record:record",
-    "captures": "acp_proxy.cli.frames:captures",
-    "show": "acp_proxy.cli.frames:show",
-    "tail": "acp_proxy.cli.frames:tail",
+    "captures": "acp_proxy.cli.captures:captures",
+    "show": "acp_proxy.cli.show:show",
+    "tail": "acp_proxy.cli.tail:tail",
     "tools": "acp_proxy.cli.views:tools",
     "terminals": "acp_proxy.cli.views:terminals",
     "diffs": "acp_proxy.cli.views:diffs",

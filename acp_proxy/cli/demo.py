@@ -33,7 +33,8 @@ def demo(db: Path | None, keep_going: bool) -> None:
     path = db_path(db)
     capture_id = run_demo(path)
     store = Store(path)
-    from acp_proxy.text.timeline import capture_header, frame_line
+    from acp_proxy.text.captures import capture_header
+    from acp_proxy.text.timeline import frame_line
 
     c = store.capture(capture_id)
     for line in capture_header(c):

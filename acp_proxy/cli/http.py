@@ -17,8 +17,8 @@ from acp_proxy.cli.ws import _parse_listen, _settings
 from acp_proxy.errors import UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
+from acp_proxy.relay.admission import Admission, ServeConfig, check_listen_address, check_token
 from acp_proxy.relay.capacity import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT
-from acp_proxy.relay.listener import Admission, ServeConfig, check_listen_address, check_token
 
 __all__ = ["http"]
 

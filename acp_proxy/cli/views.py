@@ -93,7 +93,7 @@ class Ending:
         if is_file_ref(capture):
             return
         from acp_proxy.store.liveness import capture_state
-        from acp_proxy.text.timeline import cut_short
+        from acp_proxy.text.captures import cut_short
 
         store = open_store(db)
         c = store.capture(capture)

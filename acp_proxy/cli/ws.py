@@ -3,8 +3,8 @@
 ``ws`` listens for WebSocket clients and relays each connection either to a remote
 WebSocket agent (``--upstream URL``: man in the middle) or to a fresh local stdio agent
 process (``-- CMD …``). ``record --upstream URL`` makes our stdin/stdout a stdio client of
-a remote WebSocket agent. The sessions are in :mod:`acp_proxy.relay.listener`, the relay core in
-:mod:`acp_proxy.relay.core`.
+a remote WebSocket agent. The sessions are in :mod:`acp_proxy.relay.listener` and
+:mod:`acp_proxy.relay.bridge`, the relay core in :mod:`acp_proxy.relay.core`.
 """
 
 from __future__ import annotations
@@ -24,15 +24,10 @@ from acp_proxy.cli.otel import live_recorder_env, otel_options
 from acp_proxy.errors import ProxyError, UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
+from acp_proxy.relay.admission import Admission, ServeConfig, check_listen_address, check_token
+from acp_proxy.relay.bridge import bridge_stdio_client
 from acp_proxy.relay.capacity import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT
-from acp_proxy.relay.listener import (
-    Admission,
-    ServeConfig,
-    bridge_stdio_client,
-    check_listen_address,
-    check_token,
-    serve,
-)
+from acp_proxy.relay.listener import serve
 from acp_proxy.transports.websocket import WsSettings
 
 __all__ = ["record_upstream", "ws"]

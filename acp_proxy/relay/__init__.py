@@ -5,7 +5,10 @@ from __future__ import annotations
 import gc
 import sys
 
-__all__ = ["tune_relay_process"]
+from acp_proxy.record.link import stderr_warn
+from acp_proxy.text.safe import visible
+
+__all__ = ["tune_relay_process", "warn"]
 
 
 def tune_relay_process() -> None:
@@ -18,3 +21,8 @@ def tune_relay_process() -> None:
     sys.setswitchinterval(0.0005)
     gc.freeze()
     gc.set_threshold(50_000, 50, 50)
+
+
+def warn(message: str) -> None:
+    """A warning on stderr; what peers sent in it (paths, close reasons) is shown escaped."""
+    stderr_warn(visible(message))

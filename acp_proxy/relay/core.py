@@ -3,7 +3,7 @@
 What belongs here: pumping messages between two endpoints with a tap (:func:`relay`). The
 endpoints are in ``transports/websocket.py`` (a WebSocket leg) and ``transports/lines.py``
 (the stdio leg of a bridge); the sessions that set a relay up — the listener and the stdio
-client bridge — are in ``relay/listener.py``.
+client bridge — are in ``relay/listener.py`` and ``relay/bridge.py``.
 
 Order and recording: a message is handed to the tap when it has been received, before it is
 sent on, so ``seq`` is the order of arrival at the proxy across both directions. Between two

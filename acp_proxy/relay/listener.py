@@ -1,23 +1,17 @@
 """The sessions that set a WebSocket relay up.
 
 What belongs here: the listener (:func:`serve`; each client connection is one capture and
-gets either its own upstream connection — man in the middle — or its own agent process), its
-admission rules (loopback unless a token is given, browser origins refused, and the
-limits of :mod:`acp_proxy.relay.capacity`), and
-:func:`bridge_stdio_client` (our stdin/stdout as a stdio client of a remote WebSocket agent).
+gets either its own upstream connection — man in the middle — or its own agent process) and
+the session of each connection, from the upgrade request to the end of the relay. Who may
+connect is decided in :mod:`acp_proxy.relay.admission`; our stdin/stdout as a client of a
+remote WebSocket agent is :mod:`acp_proxy.relay.bridge`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import hmac
-import ipaddress
 import os
-import signal
-import threading
 import time
-import urllib.parse
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
@@ -27,11 +21,12 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
-from acp_proxy.errors import AgentSpawnError, UsageError
-from acp_proxy.record.link import CaptureMeta, RecorderLink, stderr_warn
-from acp_proxy.relay.capacity import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT, Capacity
+from acp_proxy.errors import AgentSpawnError
+from acp_proxy.record.link import CaptureMeta, RecorderLink
+from acp_proxy.relay import warn
+from acp_proxy.relay.admission import ServeConfig, check_listen_address, upstream_target
+from acp_proxy.relay.capacity import Capacity
 from acp_proxy.relay.core import Endpoint, relay
-from acp_proxy.text.safe import visible
 from acp_proxy.transports.headers import (
     redact_headers,
     redact_subprotocol,
@@ -41,144 +36,11 @@ from acp_proxy.transports.headers import (
     subprotocols_of,
     without_params,
 )
-from acp_proxy.transports.lines import AgentProcess, FdChannel, LineEndpoint
+from acp_proxy.transports.lines import AgentProcess
 from acp_proxy.transports.stdio import spawn_agent
-from acp_proxy.transports.websocket import (
-    DROPPED,
-    Ending,
-    RelayServerConnection,
-    WsEndpoint,
-    WsSettings,
-    open_client,
-)
+from acp_proxy.transports.websocket import RelayServerConnection, WsEndpoint, open_client
 
-__all__ = [
-    "Admission",
-    "Front",
-    "ServeConfig",
-    "bridge_stdio_client",
-    "check_listen_address",
-    "check_token",
-    "serve",
-    "upstream_target",
-]
-
-_OK_CLOSE = (1000, 1001, 1005)
-
-
-def _warn(message: str) -> None:
-    """A warning on stderr; what peers sent in it (paths, close reasons) is shown escaped."""
-    stderr_warn(visible(message))
-
-
-def check_token(token: str | None) -> None:
-    """A token is one word: blank, spaced or with control characters it would admit
-    nobody, or every client that sends an empty credential (HTTP strips the spaces)."""
-    if token is None:
-        return
-    if not token.strip():
-        raise UsageError("--token is empty or blank; give a secret (e.g. openssl rand -hex 16)")
-    if any(c.isspace() or not c.isprintable() for c in token):
-        raise UsageError("--token must be one word, without spaces or control characters")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Admission:
-    """Who may connect: a bearer token (header or ``?token=``) and allowed browser origins.
-
-    A request with an ``Origin`` header not in ``allow_origins`` is refused (a page in the
-    user's browser must not reach a local agent through us; docs/design.md principle 6), and so
-    is one with several.
-
-    The token is ours: :meth:`consumes` and :meth:`consumes_param` say which headers and
-    query parameters carry it, however they are spelled, so it never goes further.
-    """
-
-    token: str | None = None
-    allow_origins: frozenset[str] = frozenset()
-
-    def __post_init__(self) -> None:
-        check_token(self.token)
-
-    def refusal(self, request: Request) -> tuple[int, str] | None:
-        origins = request.headers.get_all("Origin")
-        if len(origins) > 1:
-            return 403, f"{len(origins)} Origin headers (a request has at most one)"
-        if origins and origins[0] not in self.allow_origins:
-            return 403, f"origin {origins[0]!r} is not allowed (--allow-origin)"
-        if self.token is not None and not self._token_ok(request):
-            return 401, "missing or wrong token (Authorization: Bearer TOKEN or ?token=TOKEN)"
-        return None
-
-    def _is_token(self, word: str) -> bool:
-        assert self.token is not None
-        return hmac.compare_digest(word.encode(), self.token.encode())
-
-    def _token_ok(self, request: Request) -> bool:
-        for value in request.headers.get_all("Authorization"):
-            words = value.split()
-            if len(words) == 2 and words[0].lower() == "bearer" and self._is_token(words[1]):
-                return True
-        query = urllib.parse.urlsplit(request.path).query
-        return any(
-            k == "token" and self._is_token(v)
-            for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True)
-        )
-
-    def consumes(self, name: str, value: str) -> bool:
-        """An ``Authorization`` header with our token in it, whatever the scheme, case or
-        spacing (more than is accepted: nothing that carries the token is relayed)."""
-        if self.token is None or name.lower() != "authorization":
-            return False
-        return any(self._is_token(word) for word in value.split())
-
-    def consumes_param(self, name: str, value: str) -> bool:
-        """A query parameter (decoded) whose value is our token, whatever its name."""
-        return self.token is not None and self._is_token(value)
-
-
-def check_listen_address(host: str, token: str | None) -> None:
-    """Refuse a non-loopback listener without a token (docs/design.md principle 6)."""
-    if token:
-        return
-    if host == "localhost":
-        return
-    try:
-        loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
-        raise UsageError(
-            f"refusing to listen on {host}, which is not loopback, without --token "
-            "(clients then send Authorization: Bearer TOKEN or ?token=TOKEN)"
-        )
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ServeConfig:
-    host: str = "127.0.0.1"
-    port: int = 8765
-    upstream: str | None = None
-    command: Sequence[str] | None = None
-    settings: WsSettings = dataclasses.field(default_factory=WsSettings)
-    admission: Admission = dataclasses.field(default_factory=Admission)
-    keep_secrets: bool = False
-    grace: float = 3.0
-    label: str | None = None
-    max_connections: int = DEFAULT_MAX_CONNECTIONS
-    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
-
-
-def upstream_target(upstream: str, client_target: str) -> str:
-    """The URL to dial: the upstream's scheme and host, the client's path and query (the
-    upstream URL's own path and query are used when the client asked for ``/``)."""
-    base = urllib.parse.urlsplit(upstream)
-    path, _, query = client_target.partition("?")
-    if path in ("", "/") and not query:
-        return upstream
-    if path in ("", "/"):
-        path = base.path or "/"
-    return urllib.parse.urlunsplit((base.scheme, base.netloc, path, query, ""))
+__all__ = ["Front", "serve"]
 
 
 class Front:
@@ -272,7 +134,7 @@ class _Session:
         path = redact_url(self.request.path, keep_secrets=False)
         took = (time.monotonic_ns() - self.opened_ns) / 1e9
         what = "not recorded" if self.front.writer.refused else f"capture {self.uid[:8]}"
-        _warn(f"ws {self.peer} {path} {what}: {outcome} ({took:.1f} s)")
+        warn(f"ws {self.peer} {path} {what}: {outcome} ({took:.1f} s)")
 
     def _end(self) -> None:
         self.done = True
@@ -490,98 +352,3 @@ async def serve(
         await stop.wait()
     for task in list(front.tasks):
         await task
-
-
-# -- our stdio as a client of a remote WebSocket agent ------------------------------------
-
-
-async def bridge_stdio_client(
-    url: str,
-    writer: RecorderLink,
-    settings: WsSettings | None = None,
-    *,
-    label: str | None = None,
-    keep_secrets: bool = False,
-    headers: Sequence[tuple[str, str]] = (),
-    stdin_fd: int = 0,
-    stdout_fd: int = 1,
-) -> int:
-    """Relay our stdin/stdout (a stdio ACP client, e.g. an editor) to the agent at ``url``,
-    sending ``headers`` with the upgrade request (``Authorization``, say).
-
-    Returns the exit code: 0 when the connection ended normally (our stdin closed, or the
-    upstream closed with 1000/1001/no code), 4 when the upstream could not be reached or
-    closed abnormally, 128+N when we were stopped by signal N.
-    """
-    settings = settings or WsSettings()
-    meta = CaptureMeta(
-        transport="stdio-ws", upstream_url=redact_url(url, keep_secrets=keep_secrets), label=label
-    )
-    tap = writer.open_capture(meta)
-    shown = redact_url(url, keep_secrets=False)
-    started = time.monotonic_ns()
-    try:
-        conn = await open_client(url, settings, headers=headers)
-    except InvalidStatus as e:
-        r = e.response
-        tap.event(
-            "upstream_refused",
-            status=r.status_code,
-            headers=redact_headers(r.headers.raw_items(), keep_secrets=keep_secrets),
-        )
-        tap.close(exit_code=4)
-        _warn(f"upstream {shown} refused the connection: HTTP {r.status_code}")
-        return 4
-    except (OSError, TimeoutError, WebSocketException) as e:
-        reason = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-        tap.event("upstream_failed", error=reason)
-        tap.close(exit_code=4)
-        _warn(f"upstream {shown} unreachable ({reason})")
-        return 4
-    assert conn.response is not None
-    tap.event(
-        "handshake",
-        upstream={
-            "url": redact_url(url, keep_secrets=keep_secrets),
-            "headers": redact_headers(conn.request.headers.raw_items(), keep_secrets=keep_secrets)
-            if conn.request
-            else [],
-            "status": conn.response.status_code,
-            "response_headers": redact_headers(
-                conn.response.headers.raw_items(), keep_secrets=keep_secrets
-            ),
-        },
-        subprotocol=redact_subprotocol(conn.subprotocol, keep_secrets=keep_secrets),
-        handshake_ms=round((time.monotonic_ns() - started) / 1e6, 3),
-    )
-    client = LineEndpoint(FdChannel(stdin_fd, stdout_fd), "client", settings.max_size or 1 << 62)
-    stopped_by: list[int] = []
-    loop = asyncio.get_running_loop()
-
-    def on_signal(signum: int) -> None:
-        stopped_by.append(signum)
-        tap.event("signal", signal=signal.Signals(signum).name)
-        client.interrupt(Ending(1001, "", "proxy", "shutdown", {"signal": signum}))
-
-    installed = []
-    if threading.current_thread() is threading.main_thread():
-        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(s, on_signal, int(s))
-            installed.append(s)
-    code = 4
-    try:
-        endings = await relay(client, WsEndpoint(conn, "upstream"), tap)
-        up = endings.get("upstream")
-        if stopped_by:
-            code = 128 + stopped_by[0]
-        elif up is None or up.by == "proxy" or up.code in _OK_CLOSE:
-            code = 0
-        elif up.code == DROPPED:
-            _warn(f"upstream {shown} dropped the connection")
-        else:
-            _warn(f"upstream {shown} closed the connection: {up.code} {up.reason}".rstrip())
-    finally:
-        for s in installed:
-            loop.remove_signal_handler(s)
-        tap.close(exit_code=code)
-    return code

@@ -17,7 +17,7 @@ from email.message import Message
 from websockets.datastructures import Headers
 from websockets.http11 import Request
 
-from acp_proxy.relay.listener import Admission
+from acp_proxy.relay.admission import Admission
 
 __all__ = ["Refused", "admit", "host_allowed", "is_wildcard"]
 

@@ -4,7 +4,7 @@ What belongs here: turning a read-only :class:`~acp_proxy.store.reader.Store` in
 values the page shows — the capture list, a page of a capture's timeline, one frame in
 detail, the reconstruction views (at the end or at a frame: ``--at``), search hits and the
 exports. The rules are the other packages': summaries and filters from
-:mod:`acp_proxy.text.timeline`, the fold and its views from :mod:`acp_proxy.reconstruct`,
+:mod:`acp_proxy.text`, the fold and its views from :mod:`acp_proxy.reconstruct`,
 the exports from :mod:`acp_proxy.export`, search from :mod:`acp_proxy.store.search`.
 Nothing here writes HTML: the page renders these values as text.
 """
@@ -25,7 +25,9 @@ from acp_proxy.reconstruct import views as rviews
 from acp_proxy.store.liveness import capture_state
 from acp_proxy.store.reader import Store, StoredFrame
 from acp_proxy.store.search import search, terms
-from acp_proxy.text.timeline import FrameFilter, capture_row, summary
+from acp_proxy.text.captures import capture_row
+from acp_proxy.text.summary import summary
+from acp_proxy.text.timeline import FrameFilter
 
 __all__ = [
     "FOLD_MAX",

@@ -13,7 +13,7 @@ from support.ws import RAW, events, running_proxy, upstream_server
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from acp_proxy.relay.listener import Admission
+from acp_proxy.relay.admission import Admission
 
 
 @pytest.mark.parametrize("value", ["bearer t0k", "Bearer  t0k", "BEARER t0k", "Bearer t0k "])

@@ -23,8 +23,8 @@ from hypercorn.asyncio import serve as hypercorn_serve
 from hypercorn.config import Config
 
 from acp_proxy.record.link import RecorderLink
+from acp_proxy.relay.admission import Admission, ServeConfig
 from acp_proxy.relay.http import serve
-from acp_proxy.relay.listener import Admission, ServeConfig
 from acp_proxy.transports.websocket import WsSettings
 from support.paths import PEERS
 from support.sdk import RecordingClient

@@ -27,7 +27,7 @@ from acp_proxy.reconstruct.views import (
     turns_json,
 )
 from acp_proxy.store.reader import Store, StoredFrame
-from acp_proxy.text.timeline import capture_row
+from acp_proxy.text.captures import capture_row
 
 DEFAULT_MAX_FRAMES = 5000
 
@@ -48,7 +48,7 @@ def write_capture_html(
     what ``export --format html`` writes and the inspector's export button serves."""
     from acp_proxy.check.source import checked
     from acp_proxy.store.liveness import capture_state
-    from acp_proxy.text.timeline import cut_short
+    from acp_proxy.text.captures import cut_short
 
     cid = capture["id"]
     ended = capture_state(capture) != "recording"

@@ -12,7 +12,7 @@ from typing import IO
 from acp_proxy.check.rules import Finding
 from acp_proxy.export.html.style import esc
 from acp_proxy.store.reader import StoredFrame
-from acp_proxy.text.timeline import summary
+from acp_proxy.text.summary import summary
 
 RAW_SHOWN = 16 * 1024
 _RAW_BUDGET = 32 * 1024 * 1024  # bytes of frame text on one page, all frames together

@@ -8,7 +8,7 @@ does; and :class:`_Exchange`, one request relayed and recorded.
 
 Each client TCP connection gets its own upstream TCP connection, used one request at a
 time as the client uses its own (HTTP/1.1). Admission is ``ws``'s: the token and origin
-rules of :class:`acp_proxy.relay.listener.Admission` apply to every request, and the
+rules of :class:`acp_proxy.relay.admission.Admission` apply to every request, and the
 listener's :class:`acp_proxy.relay.capacity.Capacity` counts TCP connections of both
 transports. Which capture a request belongs to is
 :mod:`acp_proxy.relay.http.connections`; what crosses and what is recorded is docs/http.md.
@@ -30,11 +30,11 @@ from websockets.http11 import Request as WsRequest
 
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.link import RecorderLink, stderr_warn
+from acp_proxy.relay.admission import ServeConfig, check_listen_address, upstream_target
 from acp_proxy.relay.capacity import Capacity
 from acp_proxy.relay.http.body import relay_body
 from acp_proxy.relay.http.connections import AcpConnection, AcpConnections, stored_headers
 from acp_proxy.relay.http.upgrade import Upgrades
-from acp_proxy.relay.listener import ServeConfig, check_listen_address, upstream_target
 from acp_proxy.text.safe import visible
 from acp_proxy.transports.headers import redact_url, without_params
 from acp_proxy.transports.http.headers import decoded, framing, get_all, relay_headers

@@ -23,8 +23,9 @@ from websockets.server import ServerProtocol
 from websockets.typing import Subprotocol
 
 from acp_proxy.record.link import RecorderLink
+from acp_proxy.relay.admission import ServeConfig
 from acp_proxy.relay.capacity import Capacity
-from acp_proxy.relay.listener import Front, ServeConfig
+from acp_proxy.relay.listener import Front
 from acp_proxy.transports.websocket import RelayServerConnection
 
 __all__ = ["Upgrades"]

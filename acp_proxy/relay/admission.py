@@ -1,0 +1,134 @@
+"""Who may connect to a relay's listener, and what the listener is set to.
+
+What belongs here: the admission rules (loopback unless a token is given, a token that is
+one word, browser origins refused, the token never relayed further), the listener's
+settings (:class:`ServeConfig`, with the limits of :mod:`acp_proxy.relay.capacity`), and
+the upstream URL a client connection is relayed to. The WebSocket and Streamable HTTP
+listeners and the web inspector apply the same rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hmac
+import ipaddress
+import urllib.parse
+from collections.abc import Sequence
+
+from websockets.http11 import Request
+
+from acp_proxy.errors import UsageError
+from acp_proxy.relay.capacity import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT
+from acp_proxy.transports.websocket import WsSettings
+
+__all__ = ["Admission", "ServeConfig", "check_listen_address", "check_token", "upstream_target"]
+
+
+def check_token(token: str | None) -> None:
+    """A token is one word: blank, spaced or with control characters it would admit
+    nobody, or every client that sends an empty credential (HTTP strips the spaces)."""
+    if token is None:
+        return
+    if not token.strip():
+        raise UsageError("--token is empty or blank; give a secret (e.g. openssl rand -hex 16)")
+    if any(c.isspace() or not c.isprintable() for c in token):
+        raise UsageError("--token must be one word, without spaces or control characters")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Admission:
+    """Who may connect: a bearer token (header or ``?token=``) and allowed browser origins.
+
+    A request with an ``Origin`` header not in ``allow_origins`` is refused (a page in the
+    user's browser must not reach a local agent through us; docs/design.md principle 6), and so
+    is one with several.
+
+    The token is ours: :meth:`consumes` and :meth:`consumes_param` say which headers and
+    query parameters carry it, however they are spelled, so it never goes further.
+    """
+
+    token: str | None = None
+    allow_origins: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        check_token(self.token)
+
+    def refusal(self, request: Request) -> tuple[int, str] | None:
+        origins = request.headers.get_all("Origin")
+        if len(origins) > 1:
+            return 403, f"{len(origins)} Origin headers (a request has at most one)"
+        if origins and origins[0] not in self.allow_origins:
+            return 403, f"origin {origins[0]!r} is not allowed (--allow-origin)"
+        if self.token is not None and not self._token_ok(request):
+            return 401, "missing or wrong token (Authorization: Bearer TOKEN or ?token=TOKEN)"
+        return None
+
+    def _is_token(self, word: str) -> bool:
+        assert self.token is not None
+        return hmac.compare_digest(word.encode(), self.token.encode())
+
+    def _token_ok(self, request: Request) -> bool:
+        for value in request.headers.get_all("Authorization"):
+            words = value.split()
+            if len(words) == 2 and words[0].lower() == "bearer" and self._is_token(words[1]):
+                return True
+        query = urllib.parse.urlsplit(request.path).query
+        return any(
+            k == "token" and self._is_token(v)
+            for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True)
+        )
+
+    def consumes(self, name: str, value: str) -> bool:
+        """An ``Authorization`` header with our token in it, whatever the scheme, case or
+        spacing (more than is accepted: nothing that carries the token is relayed)."""
+        if self.token is None or name.lower() != "authorization":
+            return False
+        return any(self._is_token(word) for word in value.split())
+
+    def consumes_param(self, name: str, value: str) -> bool:
+        """A query parameter (decoded) whose value is our token, whatever its name."""
+        return self.token is not None and self._is_token(value)
+
+
+def check_listen_address(host: str, token: str | None) -> None:
+    """Refuse a non-loopback listener without a token (docs/design.md principle 6)."""
+    if token:
+        return
+    if host == "localhost":
+        return
+    try:
+        loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        raise UsageError(
+            f"refusing to listen on {host}, which is not loopback, without --token "
+            "(clients then send Authorization: Bearer TOKEN or ?token=TOKEN)"
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ServeConfig:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    upstream: str | None = None
+    command: Sequence[str] | None = None
+    settings: WsSettings = dataclasses.field(default_factory=WsSettings)
+    admission: Admission = dataclasses.field(default_factory=Admission)
+    keep_secrets: bool = False
+    grace: float = 3.0
+    label: str | None = None
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+
+
+def upstream_target(upstream: str, client_target: str) -> str:
+    """The URL to dial: the upstream's scheme and host, the client's path and query (the
+    upstream URL's own path and query are used when the client asked for ``/``)."""
+    base = urllib.parse.urlsplit(upstream)
+    path, _, query = client_target.partition("?")
+    if path in ("", "/") and not query:
+        return upstream
+    if path in ("", "/"):
+        path = base.path or "/"
+    return urllib.parse.urlunsplit((base.scheme, base.netloc, path, query, ""))

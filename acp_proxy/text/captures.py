@@ -1,0 +1,119 @@
+"""Readable text for people: what a capture is, in a listing row and a timeline header.
+
+What belongs here: a capture's row in ``acp-proxy captures`` (also its ``--json`` form), the
+header over its timeline, and the words for how it ended (status, why requests went
+unanswered). Frames are summarised in :mod:`acp_proxy.text.summary`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from acp_proxy.store.liveness import capture_state
+
+__all__ = ["capture_header", "capture_row", "cut_short"]
+
+
+def _duration(c: dict[str, Any]) -> str:
+    if c.get("ended_ns") is None:
+        return "running" if capture_state(c) == "recording" else "-"
+    return f"{c['ended_ns'] / 1e9:.2f}s"
+
+
+def _name(info: str | None) -> str | None:
+    if not info:
+        return None
+    try:
+        v = orjson.loads(info)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(v, dict):
+        name = v.get("name")
+        version = v.get("version")
+        return f"{name} {version}" if version else str(name)
+    return None
+
+
+def _command(c: dict[str, Any]) -> str:
+    if c.get("agent_command"):
+        try:
+            return " ".join(orjson.loads(c["agent_command"]))
+        except (orjson.JSONDecodeError, TypeError):
+            return str(c["agent_command"])
+    return c.get("upstream_url") or ""
+
+
+def _status(c: dict[str, Any]) -> str:
+    state = capture_state(c)
+    if c.get("exit_signal"):
+        status = f"signal {c['exit_signal']}"
+    elif c.get("exit_code") is not None:
+        status = f"exit {c['exit_code']}"
+    elif state == "recording":
+        return "running"
+    elif state == "killed" or c.get("end_reason") == "proxy_gone":
+        status = "killed"
+    elif c.get("end_reason") not in (None, "closed", "not_recorded"):
+        status = str(c["end_reason"])  # a connection never relayed: refused 401, ...
+    else:
+        status = "closed"
+    if state == "finishing":
+        status += ", finishing"
+    if c.get("lost_count") or c.get("lost_bytes"):
+        status += ", incomplete"
+    return status
+
+
+def capture_row(c: dict[str, Any]) -> dict[str, Any]:
+    """A capture as the listing shows it (also its ``--json`` form)."""
+    return {
+        "id": c["id"],
+        "uid": c["uid"],
+        "started_at": c["started_at"],
+        "duration_s": None if c.get("ended_ns") is None else round(c["ended_ns"] / 1e9, 3),
+        "transport": c["transport"],
+        "agent_command": _command(c),
+        "client": _name(c.get("client_info")),
+        "agent": _name(c.get("agent_info")),
+        "protocol_version": c.get("protocol_version"),
+        "messages": c.get("message_count", 0),
+        "status": _status(c),
+        "exit_code": c.get("exit_code"),
+        "exit_signal": c.get("exit_signal"),
+        "label": c.get("label"),
+    }
+
+
+def cut_short(c: dict[str, Any]) -> str:
+    """Why a capture's open requests were never answered: "agent exited 3", "agent
+    killed by signal 9", "the capture was killed" or "the connection closed"."""
+    if c.get("exit_signal"):
+        return f"agent killed by signal {c['exit_signal']}"
+    if c.get("exit_code") is not None:
+        return f"agent exited {c['exit_code']}"
+    state = capture_state(c)
+    if state == "killed" or c.get("end_reason") == "proxy_gone":
+        return "the proxy was killed"
+    if state == "recording":
+        return "still recording"
+    return "the connection closed"
+
+
+def capture_header(c: dict[str, Any]) -> list[str]:
+    started = c["started_at"].replace("T", " ").rstrip("Z")
+    lines = [
+        f"capture {c['id'] if c.get('id') is not None else c.get('source')}  "
+        f"{c['transport']}  {_command(c)}",
+        f"  started {started} UTC, {_duration(c)}, {c.get('message_count', 0)} frames, "
+        f"{_status(c)}" + (f", label {c['label']!r}" if c.get("label") else ""),
+    ]
+    client, agent = _name(c.get("client_info")), _name(c.get("agent_info"))
+    if client or agent or c.get("protocol_version"):
+        v = c.get("protocol_version")
+        lines.append(
+            f"  client {client or '?'} ⇄ agent {agent or '?'}"
+            + (f", ACP protocol v{v}" if v is not None else "")
+        )
+    return lines
