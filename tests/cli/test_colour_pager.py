@@ -148,6 +148,8 @@ def hostile_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 )
 def test_colour_never_lets_a_peer_string_through(hostile_db: Path, args: list[str]) -> None:
     out = piped([*args, "--db", str(hostile_db), "--color", "always"], _env())
-    assert OURS.search(out) or args == ["tools"]
+    # colour marks states (errors, anomalies, failed calls): the tools view and a turns view
+    # whose turn ended well may have none; what matters is that no peer control survives
+    assert OURS.search(out) or args in (["tools"], ["show", "--view", "turns"])
     assert raw_controls(OURS.sub(b"", out)) == []
     assert b"\\x1b" in out  # the hostile strings are shown, as escapes
