@@ -76,5 +76,14 @@ def request(
 
 
 def launch(playwright: Any) -> Any:
-    """The system's Chromium, headless (no browser download)."""
+    """The system's Chromium, headless (no browser download). Without it the browser tests
+    are skipped, with how to install it — unless ``ACP_PROXY_REQUIRE_BROWSER`` is set, as CI
+    sets it: there a missing browser is a failure, never a silent skip."""
+    import pytest
+
+    if not os.access(CHROMIUM, os.X_OK):
+        why = f"{CHROMIUM} is not installed (Debian: apt-get install -y chromium)"
+        if os.environ.get("ACP_PROXY_REQUIRE_BROWSER"):
+            pytest.fail(why)
+        pytest.skip(why)
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
