@@ -28,6 +28,7 @@ import orjson
 
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.protocol.jsonrpc import Info, Kind, classify
+from acp_proxy.protocol.pairing import Pairing
 
 __all__ = [
     "Difference",
@@ -121,7 +122,7 @@ def live_message(raw: bytes, info: Info, direction: Direction) -> Message:
 def parse_messages(frames: Iterable[Frame]) -> list[Message]:
     """Parse and pair frames (pairing key: direction of the request and id token)."""
     out: list[Message] = []
-    pending: dict[tuple[Direction, str], Message] = {}
+    pending: Pairing[Message] = Pairing()  # the one rule: direction of the request, id token
     for f in frames:
         info = classify(f.raw)
         value = info.value if info.kind != Kind.INVALID else None
@@ -140,9 +141,9 @@ def parse_messages(frames: Iterable[Frame]) -> list[Message]:
             update_kind=info.update_kind,
         )
         if m.kind == Kind.REQUEST and m.token is not None:
-            pending[(m.direction, m.token)] = m
+            pending.request(m.direction, m.token, m)
         elif m.is_response and m.token is not None:
-            request = pending.pop((m.direction.opposite, m.token), None)
+            request, _ = pending.response(m.direction, m.token, error=m.kind == Kind.ERROR)
             if request is not None:
                 request.partner = m.seq
                 m.partner = request.seq
