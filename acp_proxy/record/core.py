@@ -184,7 +184,8 @@ class Core:
         started = meta.get("started_ns")
         cap = CaptureState(uid, int(started) if isinstance(started, int) else rec.t_ns)
         self._captures[number] = cap
-        self._rows.append(OpenRow(uid, meta))
+        # its number in this journal: how a later recorder finds it again (lookup)
+        self._rows.append(OpenRow(uid, {**meta, "journal_number": number}))
         cap.touched = True
 
     def _restore(self, number: int) -> CaptureState | None:

@@ -114,6 +114,8 @@ class JournalWriter:
         self.seq = -1
         self._fd = -1
         self._size = 0
+        self._rest = b""  # the unwritten rest of a record a full disk cut
+        self._cut_record: tuple[bytes, bytes] | None = None
         self._losses: dict[tuple[int, int], _Loss] = {}
         self._metas: dict[int, dict[str, Any]] = {}
         self.lost_frames = 0
@@ -173,7 +175,7 @@ class JournalWriter:
         if not self._append(head, payload):
             self._lose(head, payload)
             return False
-        if self._size >= self._limit:
+        if self._size >= self._limit and not self._rest:
             with contextlib.suppress(OSError):
                 self._open_next()
         return True
@@ -181,7 +183,7 @@ class JournalWriter:
     def write_many(self, records: list[tuple[bytes, bytes]]) -> None:
         """Append records in order, as few system calls as possible; what cannot be
         written is kept as a loss, record by record, exactly as :meth:`write` does."""
-        if self._losses or self._fd < 0 or len(records) == 1:
+        if self._losses or self._rest or self._fd < 0 or len(records) == 1:
             for head, payload in records:
                 self.write(head, payload)
             return
@@ -193,12 +195,21 @@ class JournalWriter:
                 n = os.writev(self._fd, iov)
             except OSError:
                 n = -1
-            if n != total:  # the journal ends at a record boundary; then one by one
-                if n > 0:
-                    with contextlib.suppress(OSError):
-                        os.ftruncate(self._fd, self._size)
-                for head, payload in records[i:]:
-                    self.write(head, payload)
+            if n != total:  # out of space part way: what was written stays (see _append)
+                done = max(n, 0)
+                at = 0
+                for k, (head, payload) in enumerate(group):
+                    size = len(head) + len(payload)
+                    if at + size <= done:
+                        at += size
+                        continue
+                    if done > at:  # this record was cut: its rest goes first, later
+                        self._cut(head, payload, done - at)
+                        k += 1
+                    for h, p in records[i + k :]:
+                        self.write(h, p)
+                    break
+                self._size += at
                 return
             self._size += total
             if self._size >= self._limit:
@@ -213,19 +224,42 @@ class JournalWriter:
             self._open_next()
             if self._fd < 0:
                 return False
+        if self._rest and not self._write_rest():
+            return False
         total = len(head) + len(payload)
         try:
             n = os.writev(self._fd, (head, payload))
         except OSError as e:
             self._fail(f"cannot write {self.path}: {e.strerror}")
             return False
-        if n != total:  # out of space part way: the journal must end at a record boundary
-            with contextlib.suppress(OSError):
-                os.ftruncate(self._fd, self._size)
+        if n != total:
+            # Out of space part way. What was written stays: the recorder may have read it
+            # already, so cutting the file back would change bytes under it. The rest of
+            # the record is written first once there is room; if there never is, the
+            # record is counted lost when the journal closes.
+            self._cut(head, payload, n)
             self._fail(f"cannot write {self.path}: {os.strerror(errno.ENOSPC)}")
-            return False
+            return True
         self._size += total
         self._failing = None
+        return True
+
+    def _cut(self, head: bytes, payload: bytes, written: int) -> None:
+        self._size += written
+        self._rest = (head + payload)[written:]
+        self._cut_record = (head, payload)
+
+    def _write_rest(self) -> bool:
+        """Finish the record a full disk cut; False while there is still no room."""
+        try:
+            n = os.write(self._fd, self._rest)
+        except OSError:
+            return False
+        self._size += n
+        self._rest = self._rest[n:]
+        if self._rest:
+            return False
+        self._cut_record = None
         return True
 
     def _fail(self, why: str, *, full: bool = False) -> None:
@@ -259,7 +293,8 @@ class JournalWriter:
         loss = self._losses.get(key)
         if loss is None:
             loss = self._losses[key] = _Loss(pos)
-        loss.end = pos + size
+        loss.start = min(loss.start, pos)  # a cut record is counted at the end, and first
+        loss.end = max(loss.end, pos + size)
         frames = 1 if type_ == Type.MESSAGE else payload.count(b"\n")
         if stream == Stream.STDERR:
             frames = 0
@@ -290,7 +325,15 @@ class JournalWriter:
     def close(self) -> None:
         """No more records: losses are written if they can be; the ledger is kept only
         when some are still not in the journal."""
-        if self._losses:
+        if self._rest and self._fd >= 0:
+            self._write_rest()
+        abandoned = self._cut_record is not None
+        if abandoned:  # never finished: the journal ends with its cut, and nothing after it
+            assert self._cut_record is not None
+            head, payload = self._cut_record
+            self._cut_record, self._rest = None, b""
+            self._lose(head, payload)
+        if self._losses and not abandoned:
             self._write_losses()
         if self._fd >= 0:
             os.close(self._fd)

@@ -82,6 +82,7 @@ class Database:
         migrate(self.conn)
         self._ids: dict[str, int] = {}
         self._inserter = FrameInserter(self.conn)
+        self._journal: str | None = None  # the journal of the batch being written
         self._recorder = (recorder_pid, recorder_start)
 
     def close(self) -> None:
@@ -170,6 +171,7 @@ class Database:
         conn = self.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
+            self._journal = journal  # captures opened now came in this journal
             self._write(rows)
             if journal is not None and position is not None:
                 conn.execute(
@@ -228,6 +230,8 @@ class Database:
 
     def _open(self, r: OpenRow) -> None:
         m = r.meta
+        if m.get("journal") is None and self._journal is not None:
+            m = {**m, "journal": self._journal}
         values = [m.get(k) for k in _OPEN_COLUMNS]
         command = m.get("agent_command")
         values[2] = json_text(command) if command else None

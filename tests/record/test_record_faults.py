@@ -235,3 +235,13 @@ def test_what_the_client_sends_after_the_agent_exited_is_recorded_as_undelivered
     assert "undelivered" not in frames[0].anomalies
     kinds = [k for (k,) in db_rows(db, "SELECT kind FROM events ORDER BY id")]
     assert "agent_stdin_closed" in kinds or "client_not_read" in kinds
+
+
+def test_a_capture_records_its_journal_so_a_later_recorder_finds_it(db: Path) -> None:
+    # a recorder that takes over a journal (its predecessor killed, or an import) finds the
+    # captures that journal opened by (journal, number); both were left empty before
+    result = run_proxy(db, ["true"])
+    assert result.returncode == 0
+    wait_recorded(db)
+    ((journal, number),) = db_rows(db, "SELECT journal, journal_number FROM captures")
+    assert isinstance(journal, str) and len(journal) == 16 and number == 1
