@@ -30,6 +30,7 @@ __all__ = [
     "DashDashCommand",
     "Progress",
     "after_dash_dash",
+    "allow_origin_option",
     "db_option",
     "db_path",
     "dump_json",
@@ -42,6 +43,7 @@ __all__ = [
     "open_store",
     "output_options",
     "paged",
+    "token_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -346,3 +348,23 @@ def dump_json(v: Any, *, indent: bool = True) -> None:
 def check_at(at: int | None) -> None:
     if at is not None and at < 0:
         raise UsageError("--at takes a frame number (seq) of zero or more")
+
+
+# -- the options every listener shares (ws, http, ui) ------------------------------------
+
+token_option = click.option(
+    "--token",
+    envvar="ACP_PROXY_TOKEN",
+    help="Clients must send Authorization: Bearer TOKEN or ?token=TOKEN ($ACP_PROXY_TOKEN).",
+)
+
+
+def allow_origin_option(what: str) -> Callable[[F], F]:
+    """``--allow-origin`` (repeatable); ``what`` says what a browser sends from it."""
+    return click.option(
+        "--allow-origin",
+        "allow_origins",
+        multiple=True,
+        metavar="ORIGIN",
+        help=f"Accept browser {what} from this Origin (repeatable); others are refused.",
+    )

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, handle_errors
+from acp_proxy.cli.common import (
+    CONTEXT,
+    allow_origin_option,
+    db_option,
+    db_path,
+    echo,
+    handle_errors,
+    token_option,
+)
 from acp_proxy.cli.ws import _parse_listen, _settings
 from acp_proxy.errors import UsageError
 from acp_proxy.record.link import RecorderLink
@@ -39,18 +47,8 @@ _MIB = 1024 * 1024
     metavar="URL",
     help="The agent's endpoint, http:// or https:// (e.g. http://host:8000/acp).",
 )
-@click.option(
-    "--token",
-    envvar="ACP_PROXY_TOKEN",
-    help="Clients must send Authorization: Bearer TOKEN or ?token=TOKEN ($ACP_PROXY_TOKEN).",
-)
-@click.option(
-    "--allow-origin",
-    "allow_origins",
-    multiple=True,
-    metavar="ORIGIN",
-    help="Accept browser requests from this Origin (repeatable); others are refused.",
-)
+@token_option
+@allow_origin_option("requests")
 @click.option(
     "--max-size",
     type=int,

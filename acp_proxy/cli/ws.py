@@ -19,7 +19,16 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, fail, handle_errors
+from acp_proxy.cli.common import (
+    CONTEXT,
+    allow_origin_option,
+    db_option,
+    db_path,
+    echo,
+    fail,
+    handle_errors,
+    token_option,
+)
 from acp_proxy.cli.otel import live_recorder_env, otel_options
 from acp_proxy.errors import ProxyError, UsageError
 from acp_proxy.record.link import RecorderLink
@@ -122,18 +131,8 @@ def record_upstream(
     help="Where clients connect. Anything but loopback requires --token. Port 0 picks one.",
 )
 @click.option("--upstream", metavar="URL", help="Relay each connection to this ws:// agent.")
-@click.option(
-    "--token",
-    envvar="ACP_PROXY_TOKEN",
-    help="Clients must send Authorization: Bearer TOKEN or ?token=TOKEN ($ACP_PROXY_TOKEN).",
-)
-@click.option(
-    "--allow-origin",
-    "allow_origins",
-    multiple=True,
-    metavar="ORIGIN",
-    help="Accept browser connections from this Origin (repeatable); others are refused.",
-)
+@token_option
+@allow_origin_option("connections")
 @click.option(
     "--max-size",
     type=int,
