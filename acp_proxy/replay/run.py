@@ -28,6 +28,7 @@ from acp_proxy.replay.compare import compare, nothing_compared, parse_ignore, su
 from acp_proxy.replay.match import Problem
 from acp_proxy.replay.serve import Recording, load_recording
 from acp_proxy.replay.summary import Divergence, RunSummary
+from acp_proxy.transports.stdio import exit_status, spawn_error
 
 __all__ = ["Outcome", "replay_client"]
 
@@ -105,10 +106,8 @@ async def _drive(
             limit=_LIMIT,
             cwd=cwd,
         )
-    except FileNotFoundError as e:
-        raise AgentSpawnError(f"agent command not found: {argv[0]}", 127) from e
-    except PermissionError as e:
-        raise AgentSpawnError(f"agent command cannot be executed: {argv[0]}", 126) from e
+    except OSError as e:  # the spawn rule of the relay: 127 not found, 126 not executable
+        raise spawn_error(argv[0], e) from e
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
     tap.update(pid=proc.pid)
@@ -204,8 +203,8 @@ async def _drive(
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
                 code = await proc.wait()
-    rc = 128 - code if code < 0 else code
-    tap.event("exit", returncode=code, exit_code=rc)
+    rc, sig = exit_status(code)
+    tap.event("exit", returncode=code, exit_code=rc, signal=sig)
     return rc
 
 

@@ -68,19 +68,23 @@ def spawn_agent(argv: Sequence[str], *, cwd: str | None = None) -> subprocess.Po
             cwd=cwd,
             start_new_session=False,
         )
-    except FileNotFoundError as e:
-        raise AgentSpawnError(f"agent command not found: {program}", 127) from e
-    except PermissionError as e:
-        raise AgentSpawnError(
-            f"agent command cannot be executed: {program}: {e.strerror}", 126
-        ) from e
     except OSError as e:
-        code = 126 if e.errno in (errno.ENOEXEC, errno.EACCES, errno.EISDIR) else 127
-        raise AgentSpawnError(f"cannot start agent {program}: {e.strerror}", code) from e
+        raise spawn_error(program, e) from e
     for pipe in (proc.stdin, proc.stdout, proc.stderr):
         assert pipe is not None
         widen_pipe(pipe.fileno())
     return proc
+
+
+def spawn_error(program: str, e: OSError) -> AgentSpawnError:
+    """Why ``program`` could not be started, with the exit code a shell gives (127: not
+    found, 126: found but not executable): the one rule for every way we spawn an agent."""
+    if isinstance(e, FileNotFoundError):
+        return AgentSpawnError(f"agent command not found: {program}", 127)
+    if isinstance(e, PermissionError):
+        return AgentSpawnError(f"agent command cannot be executed: {program}: {e.strerror}", 126)
+    code = 126 if e.errno in (errno.ENOEXEC, errno.EACCES, errno.EISDIR) else 127
+    return AgentSpawnError(f"cannot start agent {program}: {e.strerror}", code)
 
 
 def widen_pipe(fd: int) -> None:
