@@ -5,9 +5,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import signal
 from pathlib import Path
 
 import click
@@ -17,11 +14,10 @@ from acp_proxy.cli.common import (
     allow_origin_option,
     db_option,
     db_path,
-    echo,
     handle_errors,
     token_option,
 )
-from acp_proxy.cli.ws import _parse_listen, _settings
+from acp_proxy.cli.ws import _parse_listen, _settings, serve_until_signal
 from acp_proxy.errors import UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
@@ -138,25 +134,13 @@ def http(
         max_in_flight=max_in_flight,
     )
     tune_relay_process()
-    writer = RecorderLink(db_path(db))
+    from acp_proxy.relay.http import serve
+
+    # like record and ws: a database that cannot be used never stops the relaying
+    writer = RecorderLink(db_path(db, relaying=True))
     try:
-        asyncio.run(_serve_until_signal(config, writer))
+        asyncio.run(serve_until_signal(config, writer, serve))
     except OSError as e:
         raise UsageError(f"cannot listen on {listen}: {e.strerror or e}") from e
     finally:
         writer.close()
-
-
-async def _serve_until_signal(config: ServeConfig, writer: RecorderLink) -> None:
-    from acp_proxy.relay.http import serve
-
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(s, stop.set)
-
-    def ready(url: str) -> None:
-        echo(f"acp-proxy: listening on {url} → {config.upstream} (pid {os.getpid()})", err=True)
-
-    await serve(config, writer, stop, ready=ready)

@@ -16,6 +16,7 @@ import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -260,14 +261,19 @@ def ws(
     tune_relay_process()
     writer = RecorderLink(db_path(db, relaying=True), recorder_env=recorder_env)
     try:
-        asyncio.run(_serve_until_signal(config, writer))
+        asyncio.run(serve_until_signal(config, writer))
     except OSError as e:
         raise UsageError(f"cannot listen on {listen}: {e.strerror or e}") from e
     finally:
         writer.close()
 
 
-async def _serve_until_signal(config: ServeConfig, writer: RecorderLink) -> None:
+async def serve_until_signal(
+    config: ServeConfig, writer: RecorderLink, serve_fn: Any = None
+) -> None:
+    """Run a listener (``serve_fn``: the WebSocket one by default, or the HTTP one) until
+    SIGINT, SIGTERM or SIGHUP, saying where it listens once it does."""
+    serve_fn = serve if serve_fn is None else serve_fn
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -278,4 +284,4 @@ async def _serve_until_signal(config: ServeConfig, writer: RecorderLink) -> None
     def ready(url: str) -> None:
         echo(f"acp-proxy: listening on {url} → {target} (pid {os.getpid()})", err=True)
 
-    await serve(config, writer, stop, ready=ready)
+    await serve_fn(config, writer, stop, ready=ready)
