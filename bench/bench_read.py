@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_reconstruct import build  # noqa: E402
-from bench_stdio import Row  # noqa: E402
+from bench_stdio import Row, recorders  # noqa: E402
 
 from acp_proxy.protocol.frames import Direction  # noqa: E402
 from acp_proxy.record.link import CaptureMeta, RecorderLink  # noqa: E402
@@ -60,20 +60,9 @@ def record(db: Path, frames: int) -> float:
         tap.end_stream(d)
     tap.close(exit_code=0)
     link.close(wait=600)
-    while _recorder_running(db):
+    while recorders(db):
         time.sleep(0.05)
     return time.perf_counter() - t0
-
-
-def _recorder_running(db: Path) -> bool:
-    for entry in Path("/proc").iterdir():
-        try:
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"acp_proxy.record.child" in cmd and str(db).encode() in cmd:
-            return True
-    return False
 
 
 def rows(db: Path) -> int:

@@ -80,6 +80,35 @@ def rss_kb(pid: int) -> int:
     return total
 
 
+def start(db: Path) -> tuple[subprocess.Popen[str], subprocess.Popen[str], str, str]:
+    """The upstream and ``acp-proxy ws`` in front of it: (upstream, proxy, direct URL,
+    proxied URL). The proxy's startup lines are passed on to our stderr."""
+    up = subprocess.Popen([sys.executable, "-c", UPSTREAM], stdout=subprocess.PIPE, text=True)
+    assert up.stdout is not None
+    direct = f"ws://127.0.0.1:{int(up.stdout.readline())}/acp"
+    proxy = subprocess.Popen(
+        [sys.executable, "-m", "acp_proxy", "ws", "--db", str(db), "--listen", "127.0.0.1:0",
+         "--upstream", direct],
+        stderr=subprocess.PIPE, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert proxy.stderr is not None
+    line = proxy.stderr.readline()
+    while "listening on " not in line:
+        if not line:
+            up.terminate()
+            raise SystemExit("acp-proxy ws did not start")
+        sys.stderr.write(line)
+        line = proxy.stderr.readline()
+    return up, proxy, direct, line.split("listening on ", 1)[1].split(" ", 1)[0] + "/acp"
+
+
+def stop(up: subprocess.Popen[str], proxy: subprocess.Popen[str]) -> None:
+    proxy.terminate()
+    proxy.wait()
+    up.terminate()
+    up.wait()
+
+
 async def one_way(url: str, payloads: list[bytes], text: bool) -> float:
     async with connect(url, **RAW) as ws:
         await ws.send("count")
@@ -150,24 +179,8 @@ async def wait_rows(db: Path, n: int, t0: float) -> float:
 async def bench(args: argparse.Namespace) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-ws-"))
     db = tmp / "bench.sqlite"
-    up = subprocess.Popen([sys.executable, "-c", UPSTREAM], stdout=subprocess.PIPE, text=True)
-    assert up.stdout is not None
-    port = int(up.stdout.readline())
-    direct = f"ws://127.0.0.1:{port}/acp"
-    proxy = subprocess.Popen(
-        [sys.executable, "-m", "acp_proxy", "ws", "--db", str(db), "--listen", "127.0.0.1:0",
-         "--upstream", direct],
-        stderr=subprocess.PIPE, text=True, cwd=ROOT,
-    )  # fmt: skip
-    assert proxy.stderr is not None
+    up, proxy, direct, via = start(db)
     try:
-        line = proxy.stderr.readline()
-        while "listening on " not in line:
-            if not line:
-                raise SystemExit("acp-proxy ws did not start")
-            sys.stderr.write(line)
-            line = proxy.stderr.readline()
-        via = line.split("listening on ", 1)[1].split(" ", 1)[0] + "/acp"
         print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, "
               f"load {os.getloadavg()[0]:.1f}")  # fmt: skip
         small = [SMALL % i for i in range(args.small)]
@@ -204,31 +217,14 @@ async def bench(args: argparse.Namespace) -> None:
             print(f"  after {i:>8} messages: {kb / 1024:6.1f} MB")
         print(f"\ndatabase: {rows_in(db)} rows, {db.stat().st_size / 1e6:.0f} MB")
     finally:
-        proxy.terminate()
-        proxy.wait()
-        up.terminate()
-        up.wait()
+        stop(up, proxy)
 
 
 async def _measure(small: int, rtt: int, runs: int) -> list[Row]:
     tmp = Path(tempfile.mkdtemp(prefix="bench-ws-"))
     db = tmp / "bench.sqlite"
-    up = subprocess.Popen([sys.executable, "-c", UPSTREAM], stdout=subprocess.PIPE, text=True)
-    assert up.stdout is not None
-    direct = f"ws://127.0.0.1:{int(up.stdout.readline())}/acp"
-    proxy = subprocess.Popen(
-        [sys.executable, "-m", "acp_proxy", "ws", "--db", str(db), "--listen", "127.0.0.1:0",
-         "--upstream", direct],
-        stderr=subprocess.PIPE, text=True, cwd=ROOT,
-    )  # fmt: skip
-    assert proxy.stderr is not None
+    up, proxy, direct, via = start(db)
     try:
-        line = proxy.stderr.readline()
-        while "listening on " not in line:
-            if not line:
-                raise SystemExit("acp-proxy ws did not start")
-            line = proxy.stderr.readline()
-        via = line.split("listening on ", 1)[1].split(" ", 1)[0] + "/acp"
         payloads = [SMALL % i for i in range(small)]
         rates: dict[str, list[float]] = {"direct": [], "proxy": []}
         for _ in range(runs):  # alternate, so both see the same load
@@ -242,10 +238,7 @@ async def _measure(small: int, rtt: int, runs: int) -> list[Row]:
             p = statistics.median(await round_trips(via, rtt))
             added.append(p - d)
     finally:
-        proxy.terminate()
-        proxy.wait()
-        up.terminate()
-        up.wait()
+        stop(up, proxy)
     worst = min(rates["proxy"])
     ratios = [p / d for p, d in zip(rates["proxy"], rates["direct"], strict=True)]
     return [

@@ -22,22 +22,13 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_stdio import recorders
+
 HERE = Path(__file__).resolve().parent
 AGENT = [sys.executable, str(HERE / "flood_agent.py"), "flood"]
 PROXY = [sys.executable, "-m", "acp_proxy"]
 SIZE = 200
-
-
-def recorders(db: Path) -> list[int]:
-    out = []
-    for entry in Path("/proc").iterdir():
-        try:
-            cmd = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if b"acp_proxy.record.child" in cmd and str(db).encode() in cmd:
-            out.append(int(entry.name))
-    return out
 
 
 def wait_recorded(db: Path, timeout: float = 600) -> None:
