@@ -13,6 +13,7 @@ import resource
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -245,3 +246,39 @@ def test_a_capture_records_its_journal_so_a_later_recorder_finds_it(db: Path) ->
     wait_recorded(db)
     ((journal, number),) = db_rows(db, "SELECT journal, journal_number FROM captures")
     assert isinstance(journal, str) and len(journal) == 16 and number == 1
+
+
+_CUT_THEN_ROOM = r"""
+import glob, resource, sys
+from pathlib import Path
+from acp_proxy.record.journal import JournalWriter
+from acp_proxy.record.wire import HEADER, Stream, Type
+db = Path(sys.argv[1])
+w = JournalWriter(db, "0123456789abcdef", warn=lambda m: None)
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+first, second = b"a" * 3000, b"b" * 500
+resource.setrlimit(resource.RLIMIT_FSIZE, (1000, hard))  # the disk fills mid-record
+w.write(HEADER.pack(len(first), Type.CHUNK, Stream.A2C, 0, 1, 1, 0, 0), first)
+(segment,) = glob.glob(f"{db}.spill.*.acp")
+cut = Path(segment).stat().st_size
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))  # room again
+w.write(HEADER.pack(len(second), Type.CHUNK, Stream.A2C, 0, 1, 2, 3000, 0), second)
+print(cut, segment)
+"""
+
+
+def test_a_record_cut_by_a_full_disk_is_finished_later_never_cut_back(db: Path) -> None:
+    # a recorder following the journal may already have read the first bytes of the cut
+    # record: they must stay as written, and the record be completed once there is room
+    from acp_proxy.record.wire import RecordReader, Type
+
+    out = subprocess.run(
+        [sys.executable, "-c", _CUT_THEN_ROOM, str(db)], capture_output=True, check=True
+    ).stdout.split()
+    cut, segment = int(out[0]), Path(out[1].decode())
+    assert 0 < cut <= 1000  # part of the first record reached the file, and stayed
+    records = RecordReader().feed(Path(segment).read_bytes())
+    assert [(r.rseq, r.payload) for r in records if r.type == Type.CHUNK] == [
+        (1, b"a" * 3000),
+        (2, b"b" * 500),
+    ]
