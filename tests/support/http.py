@@ -28,6 +28,7 @@ from acp_proxy.relay.http import serve
 from acp_proxy.transports.websocket import WsSettings
 from support.paths import PEERS
 from support.sdk import RecordingClient
+from support.ws import Proxy, listening
 
 StreamKey = tuple[str, str, str | None]  # method, connection id, session id
 
@@ -175,19 +176,6 @@ async def http_session(
     return client.updates, stops
 
 
-@dataclass
-class Proxy:
-    url: str
-    writer: RecorderLink
-    stop: asyncio.Event
-    task: asyncio.Task[None]
-
-    async def close(self) -> None:
-        self.stop.set()
-        await self.task
-        await asyncio.to_thread(self.writer.close, 60)
-
-
 @contextlib.asynccontextmanager
 async def running_http_proxy(
     db: Path,
@@ -199,7 +187,6 @@ async def running_http_proxy(
 ) -> AsyncIterator[Proxy]:
     writer = RecorderLink(db)
     stop = asyncio.Event()
-    urls: list[str] = []
     config = ServeConfig(
         port=0,
         upstream=upstream,
@@ -207,16 +194,8 @@ async def running_http_proxy(
         admission=Admission(token, frozenset()),
         max_connections=max_connections,
     )
-    task = asyncio.create_task(serve(config, writer, stop, ready=urls.append))
-    while not urls:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.005)
-    proxy = Proxy(urls[0], writer, stop, task)
-    try:
+    async with listening(db, config, writer, stop, serve) as proxy:
         yield proxy
-    finally:
-        await proxy.close()
 
 
 # -- raw peers: exact bytes on the wire ---------------------------------------------------

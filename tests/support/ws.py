@@ -117,7 +117,6 @@ async def running_proxy(
 ) -> AsyncIterator[Proxy]:
     writer = RecorderLink(db)
     stop = asyncio.Event()
-    urls: list[str] = []
     config = ServeConfig(
         port=0,
         upstream=upstream,
@@ -127,7 +126,19 @@ async def running_proxy(
         keep_secrets=keep_secrets,
         grace=grace,
     )
-    task = asyncio.create_task(serve(config, writer, stop, ready=urls.append))
+    async with listening(db, config, writer, stop) as proxy:
+        yield proxy
+
+
+@contextlib.asynccontextmanager
+async def listening(
+    db: Path, config: ServeConfig, writer: RecorderLink, stop: asyncio.Event, serve_fn: Any = None
+) -> AsyncIterator[Proxy]:
+    """A listener (``serve_fn``: the WebSocket one by default) running in this loop until
+    the block ends, its recorder closed after it."""
+    urls: list[str] = []
+    run = serve if serve_fn is None else serve_fn
+    task = asyncio.create_task(run(config, writer, stop, ready=urls.append))
     while not urls:
         if task.done():
             task.result()
