@@ -359,7 +359,6 @@ class JournalReader:
         self._f: Any = None
         self._reader = RecordReader()
         self.offset = offset  # where the next unread byte of the current segment is
-        self._record_start = offset
         self._bell_open = bell is not None
         self.cut = 0
 

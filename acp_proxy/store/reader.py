@@ -234,17 +234,6 @@ class Store:
         found.sort(key=lambda f: (f.capture_id, f.seq))
         return found
 
-    def last_frames(self, n: int, capture_id: int | None = None) -> list[StoredFrame]:
-        """The ``n`` most recently inserted frames (of one capture unless None), oldest first."""
-        sql = f"SELECT {_FRAME_COLUMNS} FROM messages"
-        args: list[Any] = []
-        if capture_id is not None:
-            sql += " WHERE capture_id = ?"
-            args.append(capture_id)
-        sql += " ORDER BY id DESC LIMIT ?"
-        args.append(n)
-        return [_stored(r) for r in reversed(self.conn.execute(sql, args).fetchall())]
-
     def frames_before_rowid(
         self, rowid: int | None, n: int, capture_id: int | None = None
     ) -> list[StoredFrame]:
@@ -310,13 +299,6 @@ class Store:
                 "SELECT t_ns, kind, detail FROM events WHERE capture_id = ? ORDER BY id",
                 [capture_id],
             )
-        )
-
-    def frame_count(self, capture_id: int) -> int:
-        return int(
-            self.conn.execute(
-                "SELECT COUNT(*) FROM messages WHERE capture_id = ?", [capture_id]
-            ).fetchone()[0]
         )
 
     def stream_bytes(self, capture_id: int, direction: Direction) -> bytes:

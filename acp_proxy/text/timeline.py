@@ -9,7 +9,6 @@ listing shows. The raw bytes stay authoritative; a summary never hides that a fr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from fnmatch import fnmatchcase
@@ -194,8 +193,3 @@ def _wall(started_at: str, t_ns: int) -> str:
         return f"{t_ns / 1e6:>10.3f}ms"
     ts = base.timestamp() + t_ns / 1e9
     return datetime.fromtimestamp(ts).strftime("%H:%M:%S.%f")[:-3]
-
-
-def lines_for(frames: Iterable[StoredFrame], started_at: str | None = None) -> Iterable[str]:
-    for f in frames:
-        yield frame_line(f, started_at)
