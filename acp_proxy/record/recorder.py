@@ -144,7 +144,9 @@ class Recorder:
         for pos, rec in batch:
             self.core.feed(rec, pos)
         if batch:
-            self._position = batch[-1][0] + 1
+            # the end of the last record read: a record boundary, where reading resumes
+            assert self._reader is not None
+            self._position = self._reader.position
         self._rows += self.core.take()
         self._try_commit()
 
@@ -363,7 +365,7 @@ def _import_journal(db: Database, journal: str, warn: Warn) -> ImportResult:
             while (batch := reader.read()) is not None:
                 for pos, rec in batch:
                     core.feed(rec, pos)
-                    position = pos + 1
+                position = reader.position
                 rows = core.take()
                 result.frames += sum(1 for r in rows if isinstance(r, FrameRow))
                 oldest = core.oldest_needed()
