@@ -27,7 +27,7 @@ def import_spill(db: Path | None, files: tuple[Path, ...]) -> None:
     import sqlite3
 
     from acp_proxy.errors import StoreError
-    from acp_proxy.record.recorder import import_spills
+    from acp_proxy.record.imports import import_spills
     from acp_proxy.record.spill import (
         journal_of,
         ledger_files,

@@ -3,12 +3,12 @@
 What belongs here: :class:`Recorder`, which follows a relay's journal
 (:class:`~acp_proxy.record.journal.JournalReader`), turns its records into rows with the
 pure :class:`~acp_proxy.record.core.Core`, and commits them with how far the journal has
-been read (:class:`~acp_proxy.record.sqlite.Database`). The journal holds everything until
-it is committed, so the recorder never has to drop anything: when the database does not
-take a batch (a lock, a full disk) the batch is retried, and if the relay is gone and the
-database still refuses, the journal is left as a spill file for the next recorder or
-``import-spill``. Also :func:`import_spills`, which brings in journals and ledgers that
-relays and recorders left behind.
+been read (:class:`~acp_proxy.record.sqlite.Database`), each batch written on a thread
+(:class:`~acp_proxy.record.committer.Committer`) while the next one is made. The journal
+holds everything until it is committed, so the recorder never has to drop anything: when
+the database does not take a batch (a lock, a full disk) the batch is retried, and if the
+relay is gone and the database still refuses, the journal is left as a spill file for the
+next recorder or ``import-spill`` (:mod:`acp_proxy.record.imports`).
 
 It runs in its own process (:mod:`acp_proxy.record.child`) or, as a fallback, in a thread.
 """
@@ -21,13 +21,14 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from acp_proxy.errors import StoreError
 from acp_proxy.protocol.jsonrpc import Info, Kind
 from acp_proxy.record import spill
+from acp_proxy.record.committer import Committer
 from acp_proxy.record.core import Core
+from acp_proxy.record.imports import import_spills
 from acp_proxy.record.journal import JournalReader, segment_path
 from acp_proxy.record.rows import FrameRow, Row
 from acp_proxy.record.sqlite import Database
@@ -36,7 +37,7 @@ from acp_proxy.record.wire import Record
 from acp_proxy.store import liveness
 from acp_proxy.store.db import now_iso
 
-__all__ = ["ImportResult", "Recorder", "import_spills"]
+__all__ = ["Recorder"]
 
 Warn = Callable[[str], None]
 _SPARSE = 64  # fewer records than this in a batch: wait a moment for more
@@ -70,7 +71,10 @@ class Recorder:
         self._observer = observer  # sees each batch once it is committed (live spans)
         self.db: Database | None = None
         self.core = Core(lookup=self._lookup)
-        self._rows: list[Row] = []  # made by the core, not yet committed
+        self._rows: list[Row] = []  # made by the core, not yet handed to the database
+        # the batch being written on the committer's thread: its rows and journal position
+        self._inflight: tuple[list[Row], int] | None = None
+        self._committer: Committer | None = None
         self._failing: str | None = None
         self._retry = 0
         self._next_try = 0.0
@@ -104,7 +108,9 @@ class Recorder:
                     time.sleep(max(0.01, self._next_try - time.monotonic()))
                     continue
                 batch = reader.read(timeout=0)
-                if batch == []:  # idle: a moment to collect cycles, then wait for more
+                if batch == []:  # idle: finish the batch in flight, then wait for more
+                    if not self._settle():
+                        continue  # refused: its rows are back, to be tried again
                     self._collect_when_idle()
                     batch = reader.read(timeout=None)
                 if batch is None:
@@ -116,7 +122,7 @@ class Recorder:
             self._input_ended()
             self.core.finish(now_iso())
             self._rows += self.core.take()
-            while not self._try_commit():
+            while not self._commit_all():
                 if self._given_up():
                     return self._leave(self._failing or "the database refused")
                 time.sleep(max(0.01, self._next_try - time.monotonic()))
@@ -129,6 +135,8 @@ class Recorder:
             done = True
             return 0
         finally:
+            if self._committer is not None:
+                self._committer.close()
             reader.close()
             if self.db is not None:
                 self.db.close()
@@ -157,25 +165,81 @@ class Recorder:
         return min(oldest, self._position) if oldest is not None else self._position
 
     def _try_commit(self) -> bool:
+        """Hand the rows made so far to the database: on the committer's thread when the
+        database is taking writes (the next batch is made meanwhile), here when it is
+        failing (retries wait). False when they could not be handed over (the rows stay,
+        nothing is lost: the journal still holds them)."""
+        if not self._settle():
+            return False
         if not self._rows:
             return True
-        if self._failing and time.monotonic() < self._next_try:
-            return False
+        if self._failing:
+            if time.monotonic() < self._next_try:
+                return False
+            return self._write_here()
         assert self.db is not None
+        if self._committer is None:
+            self._committer = Committer()
+        rows, position = self._rows, self._committed_position()
+        self._rows = []
+        self._inflight = (rows, position)
+        db, journal = self.db, self.journal
+        self._committer.submit(lambda: db.write(rows, journal, position))
+        return True
+
+    def _commit_all(self) -> bool:
+        """Everything made so far is in the database."""
+        return self._try_commit() and self._settle() and not self._rows
+
+    def _settle(self) -> bool:
+        """Wait for the batch in flight; False when the database refused it (its rows are
+        back in front of the others, to be written again)."""
+        if self._inflight is None:
+            return True
+        assert self._committer is not None
+        error = self._committer.wait()
+        rows, position = self._inflight
+        self._inflight = None
+        if error is None:
+            self._written(rows, position)
+            return True
+        self._rows = rows + self._rows
+        if isinstance(error, sqlite3.Error):
+            self._failed(str(error))
+            return False
+        if isinstance(error, ValueError | TypeError | OverflowError):
+            return self._refused_value(error)
+        raise error
+
+    def _write_here(self) -> bool:
+        assert self.db is not None
+        position = self._committed_position()
         try:
-            self.db.write(self._rows, self.journal, self._committed_position())
+            self.db.write(self._rows, self.journal, position)
         except sqlite3.Error as e:
             self._failed(str(e))
             return False
         except (ValueError, TypeError, OverflowError) as e:  # a value the database refused
-            self._warn(f"warning: storing a batch row by row ({type(e).__name__}: {e})")
-            self._salvage()
+            return self._refused_value(e)
+        rows, self._rows = self._rows, []
+        self._written(rows, position)
+        return True
+
+    def _written(self, rows: list[Row], position: int) -> None:
         if self._failing:
             self._warn(f"recording to {self.db_path} again")
         self._failing = None
         self._retry = 0
-        self._observe(self._rows)
-        self._rows = []
+        self._observe(rows)
+        if self._reader is not None:
+            self._reader.remove_before(position)
+
+    def _refused_value(self, e: BaseException) -> bool:
+        self._warn(f"warning: storing a batch row by row ({type(e).__name__}: {e})")
+        if not self._salvage():
+            return False
+        self._failing = None
+        self._retry = 0
         if self._reader is not None:
             self._reader.remove_before(self._committed_position())
         return True
@@ -189,28 +253,45 @@ class Recorder:
             self._observer = None
             self._warn(f"warning: live telemetry stopped ({type(e).__name__}: {e})")
 
-    def _salvage(self) -> None:
+    def _salvage(self) -> bool:
         """Write the rows one at a time; a frame whose derived fields cannot be bound is
         stored with its bytes only, flagged ``underivable``. Only a row that cannot be
-        stored at all is left out, and said so."""
+        stored at all is left out, and said so. False when the database itself fails on
+        the way (the rows not yet written stay, for the next try)."""
         assert self.db is not None
-        for row in self._rows:
+        rows = self._rows
+        for i, row in enumerate(rows):
             try:
-                self.db.write([row])
-                continue
-            except (ValueError, TypeError, OverflowError):
-                pass
-            if isinstance(row, FrameRow):
-                row.info = Info(Kind.INVALID, anomalies=["underivable"])
-                row.anomalies = ["underivable"]
-                row.request_seq = row.latency_ns = None
-                with contextlib.suppress(ValueError, TypeError, OverflowError):
-                    self.db.write([row])
-                    continue
-            self._warn(f"warning: could not store a {type(row).__name__}; left out")
-        self._observe(self._rows)
+                self._store_alone(row)
+            except sqlite3.Error as e:
+                self._observe(rows[:i])
+                self._rows = rows[i:]
+                self._failed(str(e))
+                return False
+        self._observe(rows)
         self._rows = []
-        self.db.write([], self.journal, self._committed_position())
+        try:
+            self.db.write([], self.journal, self._committed_position())
+        except sqlite3.Error as e:
+            self._failed(str(e))
+            return False
+        return True
+
+    def _store_alone(self, row: Row) -> None:
+        assert self.db is not None
+        try:
+            self.db.write([row])
+            return
+        except (ValueError, TypeError, OverflowError):
+            pass
+        if isinstance(row, FrameRow):
+            row.info = Info(Kind.INVALID, anomalies=["underivable"])
+            row.anomalies = ["underivable"]
+            row.request_seq = row.latency_ns = None
+            with contextlib.suppress(ValueError, TypeError, OverflowError):
+                self.db.write([row])
+                return
+        self._warn(f"warning: could not store a {type(row).__name__}; left out")
 
     def _failed(self, why: str) -> None:
         if self._failing is None:
@@ -223,7 +304,10 @@ class Recorder:
         self._retry += 1
 
     def _lookup(self, number: int) -> tuple[str, Resume] | None:
-        return self.db.lookup(self.journal, number) if self.db is not None else None
+        if self.db is None:
+            return None
+        self._settle()  # the connection is ours again, and what it says is up to date
+        return self.db.lookup(self.journal, number)
 
     # -- the database and the end --------------------------------------------------------
 
@@ -302,99 +386,3 @@ def _closed(fd: int) -> bool:
         return os.read(fd, 65536) == b""
     except OSError:
         return True
-
-
-# -- bringing in what relays and recorders left behind -------------------------------------
-
-
-@dataclass(slots=True)
-class ImportResult:
-    path: Path
-    frames: int = 0
-    cut: int = 0
-    skipped: str | None = None  # why the journal was left as it is
-
-
-def import_spills(
-    db: Database,
-    journals: list[str] | None = None,
-    *,
-    warn: Warn,
-    skip: str | None = None,
-) -> list[ImportResult]:
-    """Bring journals nobody holds any more (default: every one next to the database)
-    and ledgers of relays that are gone into ``db``."""
-    results = []
-    names = journals if journals is not None else spill.journal_names(db.path)
-    for name in names:
-        if name != skip:
-            results.append(_import_journal(db, name, warn))
-    if journals is None:
-        for ledger in spill.ledger_files(db.path):
-            if (skip and ledger.name.endswith(skip)) or spill.is_locked(ledger):
-                continue
-            try:
-                n = db.note_losses(*spill.read_ledger(ledger), "could not be kept anywhere")
-            except sqlite3.Error:
-                continue
-            if n:
-                warn(f"wrote down {n} losses from {ledger}")
-            with contextlib.suppress(OSError):
-                ledger.unlink()
-    return results
-
-
-def _import_journal(db: Database, journal: str, warn: Warn) -> ImportResult:
-    first = spill.first_segment(db.path, journal)
-    result = ImportResult(segment_path(db.path, journal, first if first is not None else 0))
-    if first is None:
-        result.skipped = "no such journal"
-        return result
-    lock = spill.take_journal(db.path, journal)
-    if lock is None:
-        result.skipped = "still in use by a running relay or recorder"
-        return result
-    done = False
-    try:
-        start = db.journal_position(journal)
-        start = max(start or 0, first << 40)
-        core = Core(lookup=lambda n: db.lookup(journal, n))
-        reader = JournalReader(db.path, journal, None, start)
-        position = start
-        try:
-            while (batch := reader.read()) is not None:
-                for pos, rec in batch:
-                    core.feed(rec, pos)
-                position = reader.position
-                rows = core.take()
-                result.frames += sum(1 for r in rows if isinstance(r, FrameRow))
-                oldest = core.oldest_needed()
-                db.write(rows, journal, min(oldest, position) if oldest is not None else position)
-            result.cut = reader.finish()
-            gone = [uid for uid in core.captures().values() if not _relay_alive(db, uid)]
-            if gone:
-                core.finish(now_iso())
-                db.write(core.take(), journal, position)
-            reader.remove_before(position + (1 << 40))
-            db.forget_journal(journal)
-            done = True
-        finally:
-            reader.close()
-        if result.cut:
-            warn(
-                f"{result.path}: the last {result.cut} bytes are an incomplete record (the "
-                "file was cut short, a full disk most likely); every complete record was "
-                "imported"
-            )
-    except sqlite3.Error as e:
-        result.skipped = f"database: {e}"
-    finally:
-        spill.release_journal(db.path, journal, lock, done=done)
-    return result
-
-
-def _relay_alive(db: Database, uid: str) -> bool:
-    row = db.conn.execute(
-        "SELECT proxy_pid, proxy_start FROM captures WHERE uid = ?", [uid]
-    ).fetchone()
-    return row is not None and liveness.alive(row[0], row[1])

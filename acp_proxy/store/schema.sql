@@ -161,3 +161,68 @@ CREATE TABLE search_index (
     upto            INTEGER NOT NULL           -- messages.id indexed up to (inclusive)
 );
 INSERT INTO search_index VALUES ('frames', 0);
+
+-- migration: 5
+-- messages is rebuilt with raw as its last column, ids kept (frames_fts is keyed by them).
+-- SQLite keeps a zeroblob at the end of a row without building it: a huge frame, written
+-- into its row piece by piece, then costs no second copy of itself (docs/performance.md).
+-- The views over messages are dropped while it is renamed, then made again as they were.
+CREATE TABLE messages_v5 (
+    id              INTEGER PRIMARY KEY,
+    capture_id      INTEGER NOT NULL REFERENCES captures(id),
+    seq             INTEGER NOT NULL,
+    direction       TEXT NOT NULL,
+    t_ns            INTEGER NOT NULL,
+    terminated      INTEGER NOT NULL,
+    opcode          TEXT,
+    size            INTEGER NOT NULL,
+    kind            TEXT NOT NULL,
+    method          TEXT,
+    msg_id          TEXT,
+    session_id      TEXT,
+    update_kind     TEXT,
+    tool_call_id    TEXT,
+    terminal_id     TEXT,
+    error_code      INTEGER,
+    anomalies       TEXT,
+    request_seq     INTEGER,
+    latency_ns      INTEGER,
+    raw             BLOB NOT NULL,
+    UNIQUE (capture_id, seq)
+);
+INSERT INTO messages_v5 (id, capture_id, seq, direction, t_ns, terminated, opcode, size, kind,
+                         method, msg_id, session_id, update_kind, tool_call_id, terminal_id,
+                         error_code, anomalies, request_seq, latency_ns, raw)
+SELECT id, capture_id, seq, direction, t_ns, terminated, opcode, size, kind, method, msg_id,
+       session_id, update_kind, tool_call_id, terminal_id, error_code, anomalies, request_seq,
+       latency_ns, raw
+FROM messages ORDER BY id;
+DROP VIEW requests;
+DROP VIEW sessions;
+DROP VIEW tool_call_frames;
+DROP VIEW frames;
+DROP TABLE messages;
+ALTER TABLE messages_v5 RENAME TO messages;
+CREATE INDEX messages_request_seq ON messages (capture_id, request_seq)
+  WHERE request_seq IS NOT NULL;
+CREATE VIEW requests AS
+SELECT q.capture_id, q.seq, q.direction, q.method, q.msg_id, q.session_id,
+       r.seq AS response_seq, r.kind AS outcome, r.error_code,
+       r.latency_ns / 1e6 AS latency_ms
+FROM messages q
+LEFT JOIN messages r
+  ON r.capture_id = q.capture_id AND r.request_seq = q.seq
+WHERE q.kind = 'request';
+CREATE VIEW sessions AS
+SELECT capture_id, session_id, MIN(seq) AS first_seq, MAX(seq) AS last_seq,
+       COUNT(*) AS messages,
+       SUM(method = 'session/prompt' AND kind = 'request') AS prompts
+FROM messages WHERE session_id IS NOT NULL
+GROUP BY capture_id, session_id;
+CREATE VIEW tool_call_frames AS
+SELECT capture_id, session_id, tool_call_id, seq, direction, method, update_kind, t_ns
+FROM messages WHERE tool_call_id IS NOT NULL;
+CREATE VIEW frames AS
+SELECT capture_id, seq, direction, t_ns / 1e6 AS t_ms, kind, method, msg_id, session_id,
+       update_kind, anomalies, CAST(raw AS TEXT) AS text
+FROM messages;

@@ -34,8 +34,11 @@ def _wait_stored(db: Path, n: int, timeout: float = 60) -> None:
 
 
 def _wait_dead(pid: int) -> None:
-    """Until ``pid`` is a zombie: dead, its pipes closed, not yet reaped by its parent."""
-    while Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z":
+    """Until ``pid`` is dead and its descriptors are closed (its last thread gone), not yet
+    reaped by its parent: a leader thread shows as a zombie while others still exit."""
+    while Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z" or (
+        len(list(Path(f"/proc/{pid}/task").iterdir())) > 1
+    ):
         time.sleep(0.01)
 
 

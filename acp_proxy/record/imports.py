@@ -1,0 +1,121 @@
+"""Bringing in what relays and recorders left behind: journals nobody holds, and ledgers.
+
+What belongs here: :func:`import_spills`, run by every recorder when it starts and by
+``acp-proxy import-spill``. A journal whose relay and recorder are gone (a SIGKILL, a database
+that could not be written) is read through the same :class:`~acp_proxy.record.core.Core`
+as a live one, from where the database says it was read to, so an import is exact and
+running it twice adds nothing. A ledger whose relay is gone becomes ``gap`` rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from acp_proxy.record import spill
+from acp_proxy.record.core import Core
+from acp_proxy.record.journal import JournalReader, segment_path
+from acp_proxy.record.rows import FrameRow
+from acp_proxy.record.sqlite import Database
+from acp_proxy.store import liveness
+from acp_proxy.store.db import now_iso
+
+__all__ = ["ImportResult", "import_spills"]
+
+Warn = Callable[[str], None]
+
+
+@dataclass(slots=True)
+class ImportResult:
+    path: Path
+    frames: int = 0
+    cut: int = 0
+    skipped: str | None = None  # why the journal was left as it is
+
+
+def import_spills(
+    db: Database,
+    journals: list[str] | None = None,
+    *,
+    warn: Warn,
+    skip: str | None = None,
+) -> list[ImportResult]:
+    """Bring journals nobody holds any more (default: every one next to the database)
+    and ledgers of relays that are gone into ``db``."""
+    results = []
+    names = journals if journals is not None else spill.journal_names(db.path)
+    for name in names:
+        if name != skip:
+            results.append(_import_journal(db, name, warn))
+    if journals is None:
+        for ledger in spill.ledger_files(db.path):
+            if (skip and ledger.name.endswith(skip)) or spill.is_locked(ledger):
+                continue
+            try:
+                n = db.note_losses(*spill.read_ledger(ledger), "could not be kept anywhere")
+            except sqlite3.Error:
+                continue
+            if n:
+                warn(f"wrote down {n} losses from {ledger}")
+            with contextlib.suppress(OSError):
+                ledger.unlink()
+    return results
+
+
+def _import_journal(db: Database, journal: str, warn: Warn) -> ImportResult:
+    first = spill.first_segment(db.path, journal)
+    result = ImportResult(segment_path(db.path, journal, first if first is not None else 0))
+    if first is None:
+        result.skipped = "no such journal"
+        return result
+    lock = spill.take_journal(db.path, journal)
+    if lock is None:
+        result.skipped = "still in use by a running relay or recorder"
+        return result
+    done = False
+    try:
+        start = db.journal_position(journal)
+        start = max(start or 0, first << 40)
+        core = Core(lookup=lambda n: db.lookup(journal, n))
+        reader = JournalReader(db.path, journal, None, start)
+        position = start
+        try:
+            while (batch := reader.read()) is not None:
+                for pos, rec in batch:
+                    core.feed(rec, pos)
+                position = reader.position
+                rows = core.take()
+                result.frames += sum(1 for r in rows if isinstance(r, FrameRow))
+                oldest = core.oldest_needed()
+                db.write(rows, journal, min(oldest, position) if oldest is not None else position)
+            result.cut = reader.finish()
+            gone = [uid for uid in core.captures().values() if not _relay_alive(db, uid)]
+            if gone:
+                core.finish(now_iso())
+                db.write(core.take(), journal, position)
+            reader.remove_before(position + (1 << 40))
+            db.forget_journal(journal)
+            done = True
+        finally:
+            reader.close()
+        if result.cut:
+            warn(
+                f"{result.path}: the last {result.cut} bytes are an incomplete record (the "
+                "file was cut short, a full disk most likely); every complete record was "
+                "imported"
+            )
+    except sqlite3.Error as e:
+        result.skipped = f"database: {e}"
+    finally:
+        spill.release_journal(db.path, journal, lock, done=done)
+    return result
+
+
+def _relay_alive(db: Database, uid: str) -> bool:
+    row = db.conn.execute(
+        "SELECT proxy_pid, proxy_start FROM captures WHERE uid = ?", [uid]
+    ).fetchone()
+    return row is not None and liveness.alive(row[0], row[1])
