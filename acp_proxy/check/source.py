@@ -17,7 +17,7 @@ from typing import IO
 import orjson
 
 from acp_proxy.check.core import Checker
-from acp_proxy.check.rules import Finding
+from acp_proxy.check.findings import Finding
 from acp_proxy.errors import UsageError
 from acp_proxy.export.jsonl import read_jsonl
 from acp_proxy.protocol.frames import Frame
