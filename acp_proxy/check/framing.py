@@ -111,7 +111,7 @@ class Framing:
     def finish_incomplete(self) -> None:
         """The frames that were not recorded whole, counted."""
         if self.incomplete:
-            self.ctx.seq = -1
+            self.ctx.at(-1)
             self.ctx.add(
                 "capture.incomplete",
                 "-",

@@ -86,4 +86,5 @@ def answered(ctx: Context, method: str | None, result: dict[str, Any]) -> None:
 def finish(ctx: Context, frames: int) -> None:
     """A capture of ``frames`` frames without ``initialize``."""
     if not ctx.init_sent and frames and ctx.forced is None:
+        ctx.at(-1)
         ctx.add("acp.no-initialize", "-", "no initialize: checked as ACP v1")

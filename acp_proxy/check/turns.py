@@ -118,7 +118,7 @@ def finish(ctx: Context) -> None:
     """The v2 turns that never went idle."""
     for sid, s in ctx.sessions.items():
         if s.turn_open is not None:
-            ctx.seq = s.turn_open.seq
+            ctx.at(s.turn_open.seq)
             ctx.add(
                 "v2.turn-unfinished", "agent", f"the turn of session {sid} never reached state idle"
             )
