@@ -8,15 +8,16 @@ notes :class:`Problem` values; the I/O (stdio, WebSocket, timing) is in ``replay
 How the recording is played:
 
 - A live client request is matched with a recorded one by method and canonical params
-  (``replay.match.canonical``: ``_meta``, ids, timestamps ignored, sessions and cwds mapped).
+  (``replay.canonical``: ``_meta``, ids, timestamps ignored, sessions and cwds mapped).
   Repeated identical requests take the recorded answers in order. The recorded answer is sent
   with the live request's id (docs/protocol.md §1) and the live session ids and paths.
 - Each recorded agent message waits for the client messages it followed in the recording:
   a response for its own request, and every message for the client message nearest before
   it (in *lenient* mode, other client requests in between are skipped over, so independent
-  requests may come in another order). Agent→client requests (permission, fs, terminal,
-  docs/protocol.md §4.1) go out with their recorded ids; what follows them waits for the live
-  client's answer, which is paired by that id and compared with the recorded answer.
+  requests may come in another order; ``replay.order`` keeps this schedule). Agent→client
+  requests (permission, fs, terminal, docs/protocol.md §4.1) go out with their recorded ids;
+  what follows them waits for the live client's answer, which is paired by that id and
+  compared with the recorded answer.
 - *strict* mode: client messages must come in the recorded order, and every agent message
   waits for all client messages recorded before it.
 - A request with no recorded answer gets a JSON-RPC error naming the closest recorded
@@ -26,29 +27,30 @@ How the recording is played:
 from __future__ import annotations
 
 import enum
-import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Kind, classify, id_token
-from acp_proxy.replay.match import (
+from acp_proxy.replay.canonical import (
     Difference,
-    KeyIndex,
-    Mapper,
-    Message,
-    Problem,
     canonical,
-    closest_request,
     differences,
     dump,
     dump_with_id,
     key_of,
-    live_message,
-    session_of,
     summarise,
 )
+from acp_proxy.replay.mapper import Mapper
+from acp_proxy.replay.match import (
+    KeyIndex,
+    Message,
+    Problem,
+    closest_request,
+    live_message,
+)
+from acp_proxy.replay.order import Schedule
 
 __all__ = ["AgentStandIn", "Emit", "MatchMode"]
 
@@ -91,15 +93,7 @@ class AgentStandIn:
         self._s = _State()
         self._client = [m for m in self.messages if m.direction is C2A and m.kind != Kind.INVALID]
         self._agent = [m for m in self.messages if m.direction is A2C]
-        self._deps = _dependencies(self.messages, self.by_seq, mode)
-        # indexes, so each client message costs what it touches, not the whole recording
-        self._missing = {seq: len(d) for seq, d in self._deps.items()}
-        self._dependents: dict[int, list[int]] = {}
-        for seq, d in self._deps.items():
-            for c in d:
-                self._dependents.setdefault(c, []).append(seq)
-        self._ready_heap = [m.seq for m in self._agent if not self._deps[m.seq]]
-        self._next_agent = 0  # strict: the first agent message not sent yet
+        self._schedule = Schedule(self.messages, self.by_seq, strict=mode is MatchMode.STRICT)
         self._next_client = 0  # strict: the first client message not received yet
         self._by_method: dict[tuple[str, str | None], list[Message]] = {}
         for m in self._client:
@@ -264,10 +258,7 @@ class AgentStandIn:
 
     def _receive(self, seq: int) -> None:
         self._s.received.add(seq)
-        for waiting in self._dependents.get(seq, ()):
-            self._missing[waiting] -= 1
-            if self._missing[waiting] == 0:
-                heapq.heappush(self._ready_heap, waiting)
+        self._schedule.received(seq)
 
     def _canon(self, value: Any) -> Any:
         return canonical(
@@ -340,21 +331,8 @@ class AgentStandIn:
     # -- agent messages --------------------------------------------------------------------
 
     def _pump(self) -> list[Emit]:
-        """Send what has become ready: in lenient mode every agent message whose inputs all
-        came, in recorded order (one waiting on its own input holds no one else); in strict
-        mode the recorded order itself, up to the first message still waiting."""
-        out: list[Emit] = []
-        if self.mode is MatchMode.STRICT:
-            while self._next_agent < len(self._agent):
-                m = self._agent[self._next_agent]
-                if self._missing[m.seq]:
-                    break
-                out.append(self._emit(m))
-                self._next_agent += 1
-            return out
-        while self._ready_heap:
-            out.append(self._emit(self.by_seq[heapq.heappop(self._ready_heap)]))
-        return out
+        """Send what has become ready (``replay.order`` says what that is)."""
+        return [self._emit(m) for m in self._schedule.ready()]
 
     def _emit(self, m: Message) -> Emit:
         self._s.emitted.add(m.seq)
@@ -378,7 +356,7 @@ class AgentStandIn:
         return Emit(dump_with_id(live, token), m, m.terminated)
 
     def _waiting_for(self, m: Message) -> str:
-        need = sorted(self._deps[m.seq] - self._s.received)
+        need = sorted(self._schedule.deps[m.seq] - self._s.received)
         return ", ".join(self.by_seq[s].label() for s in need[:3]) or "nothing"
 
     def _problem(
@@ -391,35 +369,3 @@ class AgentStandIn:
         details: tuple[Difference, ...] = (),
     ) -> None:
         self.problems.append(Problem(kind, message, seq, note, details))
-
-
-def _dependencies(
-    messages: list[Message], by_seq: dict[int, Message], mode: MatchMode
-) -> dict[int, frozenset[int]]:
-    """For each recorded agent message, the recorded client messages it waits for."""
-    deps: dict[int, frozenset[int]] = {}
-    before: list[Message] = []
-    for m in messages:
-        if m.direction is C2A:
-            if m.kind != Kind.INVALID:
-                before.append(m)
-            continue
-        if mode is MatchMode.STRICT:
-            deps[m.seq] = frozenset(c.seq for c in before)
-            continue
-        need: set[int] = set()
-        own = m.partner if m.is_response else None
-        if own is not None:
-            need.add(own)
-        sid = session_of(m, by_seq)
-        for c in reversed(before):
-            if c.kind == Kind.REQUEST and c.seq != own:
-                if m.is_response:
-                    continue  # another request: independent of this answer
-                other = session_of(c)
-                if sid is not None and other is not None and other != sid:
-                    continue  # a request for another session
-            need.add(c.seq)
-            break
-        deps[m.seq] = frozenset(need)
-    return deps

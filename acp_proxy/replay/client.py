@@ -31,20 +31,9 @@ from typing import Any
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Kind, classify
-from acp_proxy.replay.match import (
-    KeyIndex,
-    Mapper,
-    Message,
-    Problem,
-    canonical,
-    closest_request,
-    dump,
-    dump_with_id,
-    key_of,
-    live_message,
-    shape,
-    summarise,
-)
+from acp_proxy.replay.canonical import canonical, dump, dump_with_id, key_of, summarise
+from acp_proxy.replay.mapper import Mapper
+from acp_proxy.replay.match import KeyIndex, Message, Problem, closest_request, live_message, shape
 
 __all__ = ["ClientStandIn", "Step", "Wait"]
 
