@@ -65,6 +65,14 @@ class Checker:
 
     # -- entry points ----------------------------------------------------------------------
 
+    def run(self, frames: Iterable[tuple[Frame, Sequence[str]]]) -> Checker:
+        """Check a whole capture (its frames with their flags, in order); the checker, with
+        every finding in :attr:`findings`."""
+        for frame, flags in frames:
+            self.feed(frame, flags)
+        self.finish()
+        return self
+
     def feed(self, frame: Frame, flags: Sequence[str] = ()) -> list[Finding]:
         """Check one frame (``flags``: what the recorder noted about it); the findings it
         raised."""
@@ -178,8 +186,4 @@ class Checker:
 
 def check_frames(frames: Iterable[tuple[Frame, Sequence[str]]], **options: Any) -> list[Finding]:
     """Every finding of one capture, in order."""
-    checker = Checker(**options)
-    for frame, flags in frames:
-        checker.feed(frame, flags)
-    checker.finish()
-    return checker.findings
+    return Checker(**options).run(frames).findings
