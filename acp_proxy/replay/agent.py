@@ -47,6 +47,7 @@ from acp_proxy.replay.match import (
     KeyIndex,
     Message,
     Problem,
+    Problems,
     closest_request,
     live_message,
 )
@@ -88,7 +89,7 @@ class AgentStandIn:
         self.by_seq = {m.seq: m for m in self.messages}
         self.mode = mode
         self.mapper = Mapper()
-        self.problems: list[Problem] = []
+        self.problems = Problems()
         self.last_matched: Message | None = None  # the recorded message the last input was
         self._s = _State()
         self._client = [m for m in self.messages if m.direction is C2A and m.kind != Kind.INVALID]
@@ -123,7 +124,7 @@ class AgentStandIn:
         value = info.value
         if info.kind == Kind.INVALID or not isinstance(value, dict):
             what = "batch" if info.kind == Kind.BATCH else "frame that is not JSON-RPC"
-            self._problem("unexpected_message", f"ignored a {what} from the client")
+            self.problems.add("unexpected_message", f"ignored a {what} from the client")
             return []
         live = live_message(raw, info, C2A)
         if info.kind == Kind.REQUEST:
@@ -144,7 +145,7 @@ class AgentStandIn:
         if missing:
             shown = ", ".join(m.label() for m in missing[:4])
             more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
-            self._problem(
+            self.problems.add(
                 "not_received",
                 f"the client never sent {len(missing)} recorded message(s): {shown}{more}",
                 missing[0].seq,
@@ -152,7 +153,7 @@ class AgentStandIn:
         unsent = [m for m in self._agent if m.seq not in self._s.emitted]
         if unsent:
             first = unsent[0]
-            self._problem(
+            self.problems.add(
                 "not_sent",
                 f"{len(unsent)} recorded agent message(s) were never sent, from {first.label()} "
                 f"(waiting for {self._waiting_for(first)})",
@@ -171,7 +172,7 @@ class AgentStandIn:
         self._s.live_id[rec.seq] = live.token or "null"
         if rec.partner is None:
             message = f"recorded {rec.label()} was never answered in the recording; nor will it be"
-            self._problem("note", message, rec.seq, note=True)
+            self.problems.add("note", message, rec.seq, note=True)
         self.mapper.learn(live.params, rec.params)
         return self._pump()
 
@@ -182,7 +183,7 @@ class AgentStandIn:
             where = (
                 f"; closest recorded is {closest.label()}: {summarise(diffs)}" if closest else ""
             )
-            self._problem(
+            self.problems.add(
                 "unexpected_message",
                 f"the client sent a {live.method} notification that was not recorded{where}",
                 details=tuple(diffs),
@@ -196,7 +197,7 @@ class AgentStandIn:
     def _answer(self, live: Message) -> list[Emit]:
         asked_seq = self._s.asked.pop(live.token or "", None)
         if asked_seq is None:
-            self._problem(
+            self.problems.add(
                 "unexpected_message",
                 f"the client sent a response with id {live.token} to no request of ours",
             )
@@ -204,7 +205,7 @@ class AgentStandIn:
         asked = self.by_seq[asked_seq]
         if asked.partner is None:
             message = f"{asked.label()} was never answered in the recording"
-            self._problem("note", message, asked_seq, note=True)
+            self.problems.add("note", message, asked_seq, note=True)
             return self._pump()
         rec = self.by_seq[asked.partner]
         self._receive(rec.seq)
@@ -213,7 +214,7 @@ class AgentStandIn:
         got = self._canon(self.mapper.to_recorded(live.outcome))
         if want != got:
             diffs = differences(want, got)
-            self._problem(
+            self.problems.add(
                 "different_answer",
                 f"the client answered {asked.method} [{asked.token}] differently from the "
                 f"recording ({summarise(diffs)}); the replay goes on as recorded",
@@ -240,7 +241,7 @@ class AgentStandIn:
                 f"initialize differs from the recording ({summarise(diffs)}); "
                 "answering with the recorded one"
             )
-            self._problem("note", message, rec.seq, note=True)
+            self.problems.add("note", message, rec.seq, note=True)
             return rec
         return None
 
@@ -313,7 +314,7 @@ class AgentStandIn:
             text = "; ".join(filter(None, [why, f"recorded methods: {names}"]))
         message = f"no recorded answer for {live.method}; {text}"
         code = -32601 if live.method not in recorded_methods else -32602
-        self._problem("unmatched_request", message, details=tuple(diffs))
+        self.problems.add("unmatched_request", message, details=tuple(diffs))
         near = None if closest is None else {"seq": closest.seq, "method": closest.method}
         error = {
             "code": code,
@@ -358,14 +359,3 @@ class AgentStandIn:
     def _waiting_for(self, m: Message) -> str:
         need = sorted(self._schedule.deps[m.seq] - self._s.received)
         return ", ".join(self.by_seq[s].label() for s in need[:3]) or "nothing"
-
-    def _problem(
-        self,
-        kind: str,
-        message: str,
-        seq: int | None = None,
-        *,
-        note: bool = False,
-        details: tuple[Difference, ...] = (),
-    ) -> None:
-        self.problems.append(Problem(kind, message, seq, note, details))

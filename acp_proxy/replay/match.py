@@ -26,6 +26,7 @@ __all__ = [
     "KeyIndex",
     "Message",
     "Problem",
+    "Problems",
     "closest_request",
     "live_message",
     "parse_messages",
@@ -176,6 +177,21 @@ class Problem:
             "note": self.note,
             "differences": [d.to_json() for d in self.details],
         }
+
+
+class Problems(list[Problem]):
+    """The problems a stand-in reports, in the order it met them."""
+
+    def add(
+        self,
+        kind: str,
+        message: str,
+        seq: int | None = None,
+        *,
+        note: bool = False,
+        details: Iterable[Difference] = (),
+    ) -> None:
+        self.append(Problem(kind, message, seq, note, tuple(details)))
 
 
 def closest_request(

@@ -228,9 +228,7 @@ def replay_client(
     divergences = compare(recorded, replayed)
     empty = nothing_compared(recorded)
     if empty is not None:
-        stand_in.problems.append(
-            Problem("nothing_compared", f"nothing to compare: {empty}", None, False, ())
-        )
+        stand_in.problems.add("nothing_compared", f"nothing to compare: {empty}")
     original_exit = recording.capture.get("exit_code")
     if isinstance(original_exit, int) and code is not None and original_exit != code:
         divergences.append(Divergence("run", "agent exit code", original_exit, code))
