@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from acp_proxy.check.core import Checker
-from acp_proxy.check.rules import Finding
+from acp_proxy.check.findings import Finding
 from acp_proxy.errors import ProxyError
 from acp_proxy.store.liveness import alive, identity
 from acp_proxy.store.reader import Store

@@ -1,6 +1,6 @@
 """Findings as text for people, JSON for scripts, JUnit XML and SARIF for CI.
 
-What belongs here: rendering :class:`~acp_proxy.check.rules.Finding` values of one or more
+What belongs here: rendering :class:`~acp_proxy.check.findings.Finding` values of one or more
 captures. Each function returns a string; the command prints it (text through
 :func:`acp_proxy.cli.common.echo`, so controls a peer put in an excerpt are shown as
 escapes) or writes it to a file. XML is built with :mod:`xml.etree`, which escapes every
@@ -17,7 +17,8 @@ from typing import Any
 
 import orjson
 
-from acp_proxy.check.rules import ERROR, RULES, SEVERITIES, WARNING, Finding
+from acp_proxy.check.findings import ERROR, SEVERITIES, WARNING, Finding
+from acp_proxy.check.rules import RULES
 
 __all__ = ["Result", "counts", "render_json", "render_junit", "render_sarif", "render_text"]
 

@@ -1,53 +1,19 @@
-"""The conformance rules and the findings they produce (pure values).
+"""The conformance rules: the table of every rule ``acp-proxy check`` applies (pure values).
 
-What belongs here: the table of every rule ``acp-proxy check`` applies (its id, severity,
-the side normally at fault, the protocol versions it applies to, a one-line title and the
-page of the ACP specification it comes from), and :class:`Finding`, one rule broken by one
-frame (or by the capture as a whole). ``docs/check.md`` explains each rule in prose; a test
-keeps the two in step.
+What belongs here: one :class:`~acp_proxy.check.findings.Rule` per check, with its id,
+severity, the side normally at fault, the protocol versions it applies to, a one-line title
+and the page of the ACP specification it comes from; the checks that raise them are the
+other modules of this package. ``docs/check.md`` explains each rule in prose; a test keeps
+the two in step.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from acp_proxy.check.findings import ERROR, INFO, WARNING, Rule
 
-__all__ = ["ERROR", "INFO", "RULES", "SEVERITIES", "WARNING", "Finding", "Rule", "rule"]
-
-ERROR = "error"
-WARNING = "warning"
-INFO = "info"
-SEVERITIES = (ERROR, WARNING, INFO)
+__all__ = ["RULES"]
 
 _SPEC = "https://agentclientprotocol.com/protocol"
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """One check. ``side`` is who is normally at fault: ``sender`` (whoever sent the
-    frame), ``receiver`` (whoever should have answered), ``agent``, ``client`` or ``-``."""
-
-    id: str
-    severity: str
-    side: str
-    versions: tuple[int, ...]
-    title: str
-    spec: str
-    covers_schema: bool = False  # a finding of this rule replaces schema.invalid on its frame
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One rule broken. ``seq`` is the frame at fault (None: the capture as a whole);
-    ``related`` are other frames involved (the request of a response, the cancel...)."""
-
-    rule: str
-    severity: str
-    side: str
-    seq: int | None
-    message: str
-    excerpt: str = ""
-    related: tuple[int, ...] = field(default=())
-    spec: str = ""
 
 
 def _r(
@@ -400,7 +366,3 @@ _LIST = [
 ]
 
 RULES: dict[str, Rule] = {r.id: r for r in _LIST}
-
-
-def rule(rule_id: str) -> Rule:
-    return RULES[rule_id]

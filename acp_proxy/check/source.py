@@ -17,7 +17,7 @@ from typing import IO
 import orjson
 
 from acp_proxy.check.core import Checker
-from acp_proxy.check.rules import Finding
+from acp_proxy.check.findings import Finding
 from acp_proxy.errors import UsageError
 from acp_proxy.export.jsonl import read_jsonl
 from acp_proxy.protocol.frames import Frame
@@ -113,11 +113,7 @@ def check_stored(frames: Iterable[StoredFrame], keep_per_rule: int | None = None
 
 def checked(frames: Iterable[StoredFrame], keep_per_rule: int | None = None) -> Checker:
     """The checker after the whole capture: its findings, and ``counts`` by rule."""
-    checker = Checker(keep_per_rule=keep_per_rule)
-    for f in frames:
-        checker.feed(f.frame, f.anomalies)
-    checker.finish()
-    return checker
+    return Checker(keep_per_rule=keep_per_rule).run((f.frame, f.anomalies) for f in frames)
 
 
 def by_seq(findings: Iterable[Finding]) -> dict[int, list[Finding]]:

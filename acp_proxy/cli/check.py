@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,6 +18,9 @@ from acp_proxy import __version__
 from acp_proxy.cli.common import CONTEXT, db_option, echo, handle_errors, open_store
 from acp_proxy.errors import UsageError
 from acp_proxy.text.safe import json_visible
+
+if TYPE_CHECKING:
+    from acp_proxy.check.report import Result
 
 __all__ = ["check"]
 
@@ -151,21 +155,36 @@ def check(
         return
     if as_json:
         raise UsageError("--json goes with --rules; use --format json for findings")
-    from acp_proxy.check.core import Checker, Thresholds
-    from acp_proxy.check.report import (
-        Result,
-        render_json,
-        render_junit,
-        render_sarif,
-        render_text,
-    )
-    from acp_proxy.check.source import Capture, from_jsonl, from_store
+    from acp_proxy.check.core import Thresholds
 
-    ignored = _ignored(ignore)
-    files = [Path(c) for c in captures if Path(c).is_file()]
-    refs = [c for c in captures if not Path(c).is_file()]
+    options = {
+        "version": int(protocol) if protocol else None,
+        "unstable": unstable,
+        "ignore": _ignored(ignore),
+        "thresholds": Thresholds(slow_response=slow, slow_cancel=slow_cancel),
+    }
     if every and captures:
         raise UsageError("--all checks every capture; give no CAPTURE with it")
+    results = _check(db, captures, every, side, options)
+    _report(results, fmt, output)
+    if any(f.severity == "error" for r in results for f in r.findings):
+        raise SystemExit(1)
+
+
+def _check(
+    db: Path | None,
+    captures: tuple[str, ...],
+    every: bool,
+    side: str | None,
+    options: dict[str, Any],
+) -> list[Result]:
+    """Each capture named (files as jsonl exports), checked; findings of ``side`` only."""
+    from acp_proxy.check.core import Checker
+    from acp_proxy.check.report import Result
+    from acp_proxy.check.source import Capture, from_jsonl, from_store
+
+    files = [Path(c) for c in captures if Path(c).is_file()]
+    refs = [c for c in captures if not Path(c).is_file()]
 
     def sources() -> Iterator[Capture]:
         for f in files:
@@ -175,17 +194,15 @@ def check(
 
     results: list[Result] = []
     for cap in sources():
-        checker = Checker(
-            version=int(protocol) if protocol else None,
-            unstable=unstable,
-            ignore=ignored,
-            thresholds=Thresholds(slow_response=slow, slow_cancel=slow_cancel),
-        )
-        for frame, flags in cap.frames:
-            checker.feed(frame, flags)
-        checker.finish()
+        checker = Checker(**options).run(cap.frames)
         found = [f for f in checker.findings if side is None or f.side == side]
         results.append(Result(cap.name, checker.version, checker.frames, found))
+    return results
+
+
+def _report(results: list[Result], fmt: str, output: Path | None) -> None:
+    from acp_proxy.check.report import render_json, render_junit, render_sarif, render_text
+
     if fmt == "text":
         text = render_text(results)
     elif fmt == "json":
@@ -202,5 +219,3 @@ def check(
         echo(f"wrote {fmt} to {output}", err=True)
     else:
         echo(text, nl=False)
-    if any(f.severity == "error" for r in results for f in r.findings):
-        raise SystemExit(1)

@@ -70,7 +70,8 @@ def diff(
     from acp_proxy.cli.views import load_frames
     from acp_proxy.replay.compare import compare, parse_ignore, summarise_run
     from acp_proxy.replay.detail import timing_changes
-    from acp_proxy.replay.match import Mapper, parse_messages
+    from acp_proxy.replay.mapper import Mapper
+    from acp_proxy.replay.match import parse_messages
     from acp_proxy.text.diff import diff_lines, timing_lines
 
     ma = parse_messages(load_frames(db, a))

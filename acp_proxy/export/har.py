@@ -91,6 +91,53 @@ def _walk(value: Any, redactor: Redactor | None) -> Any:
     return value
 
 
+def _handshake(events: Iterable[dict[str, Any]], redactor: Redactor | None) -> dict[str, Any]:
+    """The capture's ``handshake`` event, redacted ({} when there is none)."""
+    for e in events:
+        if e.get("kind") == "handshake" and e.get("detail"):
+            try:
+                found = orjson.loads(e["detail"])
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(found, dict):
+                return dict(_walk(found, redactor))
+    return {}
+
+
+Headers = list[dict[str, str]]
+
+
+def _exchange(
+    capture: dict[str, Any], handshake: dict[str, Any], transport: str
+) -> tuple[str, Headers, int, Headers]:
+    """The URL, request headers, status and response headers of the entry."""
+    request = handshake.get("request") if isinstance(handshake.get("request"), dict) else None
+    upstream = handshake.get("upstream") if isinstance(handshake.get("upstream"), dict) else None
+    response = handshake.get("response") if isinstance(handshake.get("response"), dict) else None
+    if request is not None:  # we listened: the client's request and our 101
+        base = str(capture.get("listen_url") or "")
+        url = base or f"ws://localhost{request.get('path') or '/'}"
+        status = int((response or {}).get("status") or 101)
+        return (
+            url,
+            _headers(request.get("headers")),
+            status,
+            _headers((response or {}).get("headers")),
+        )
+    if upstream is not None:  # we dialled: our request and the upstream's 101
+        url = str(upstream.get("url") or capture.get("upstream_url") or "")
+        status = int(upstream.get("status") or 101)
+        return (
+            url,
+            _headers(upstream.get("headers")),
+            status,
+            _headers(upstream.get("response_headers")),
+        )
+    if transport == "stdio":
+        return f"stdio:///{quote(_argv(capture.get('agent_command')))}", [], 101, []
+    return "ws://", [], 101, []
+
+
 def render_har(
     capture: dict[str, Any],
     frames: Sequence[StoredFrame],
@@ -100,38 +147,9 @@ def render_har(
     """The HAR text of one capture (``frames`` and ``capture`` already redacted when
     sharing; the handshake event is redacted here with the same ``redactor``)."""
     epoch = _epoch(capture.get("started_at"))
-    handshake: dict[str, Any] = {}
-    for e in events:
-        if e.get("kind") == "handshake" and e.get("detail"):
-            try:
-                found = orjson.loads(e["detail"])
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(found, dict):
-                handshake = _walk(found, redactor)
-                break
-    request = handshake.get("request") if isinstance(handshake.get("request"), dict) else None
-    upstream = handshake.get("upstream") if isinstance(handshake.get("upstream"), dict) else None
-    response = handshake.get("response") if isinstance(handshake.get("response"), dict) else None
+    handshake = _handshake(events, redactor)
     transport = str(capture.get("transport") or "stdio")
-    if request is not None:  # we listened: the client's request and our 101
-        base = str(capture.get("listen_url") or "")
-        url = base or f"ws://localhost{request.get('path') or '/'}"
-        req_headers = _headers(request.get("headers"))
-        status = int((response or {}).get("status") or 101)
-        resp_headers = _headers((response or {}).get("headers"))
-    elif upstream is not None:  # we dialled: our request and the upstream's 101
-        url = str(upstream.get("url") or capture.get("upstream_url") or "")
-        req_headers = _headers(upstream.get("headers"))
-        status = int(upstream.get("status") or 101)
-        resp_headers = _headers(upstream.get("response_headers"))
-    else:
-        url = (
-            f"stdio:///{quote(_argv(capture.get('agent_command')))}"
-            if transport == "stdio"
-            else "ws://"
-        )
-        req_headers, resp_headers, status = [], [], 101
+    url, req_headers, status, resp_headers = _exchange(capture, handshake, transport)
     wait = handshake.get("handshake_ms")
     ended = capture.get("ended_ns")
     entry: dict[str, Any] = {

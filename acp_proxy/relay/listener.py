@@ -36,8 +36,8 @@ from acp_proxy.transports.headers import (
     subprotocols_of,
     without_params,
 )
-from acp_proxy.transports.lines import AgentProcess
-from acp_proxy.transports.stdio import spawn_agent
+from acp_proxy.transports.lines import agent_endpoint
+from acp_proxy.transports.process import AgentProcess
 from acp_proxy.transports.websocket import RelayServerConnection, WsEndpoint, open_client
 
 __all__ = ["Front", "serve"]
@@ -215,12 +215,9 @@ class _Session:
         cfg = self.front.config
         assert cfg.command is not None
         try:
-            proc = spawn_agent(cfg.command)
+            self.agent = AgentProcess.spawn(cfg.command, self.tap, grace=cfg.grace)
         except AgentSpawnError as e:
             return self._fail(502, "spawn_failed", str(e))
-        self.tap.update(pid=proc.pid)
-        self.tap.event("spawn", pid=proc.pid, argv=list(cfg.command))
-        self.agent = AgentProcess(proc, self.tap, cfg.grace)
         return None
 
     def decorate(self, response: Response) -> None:
@@ -261,7 +258,7 @@ class _Session:
             if self.agent.proc.stdin is not None:
                 self.agent.proc.stdin.close()
             self.agent.kill_now()
-            await asyncio.to_thread(self.agent.proc.wait)
+            await self.agent.wait()
         if not self.done:
             self._end()
             self.tap.event("abandoned", reason="client left during the handshake")
@@ -297,8 +294,8 @@ class _Session:
         outcome = "closed"
         try:
             if self.agent is not None:
-                agent_side: Endpoint = await self.agent.endpoint(
-                    self.front.config.settings.max_size or (1 << 62)
+                agent_side: Endpoint = await agent_endpoint(
+                    self.agent, self.front.config.settings.max_size or (1 << 62)
                 )
             else:
                 agent_side = WsEndpoint(self.upstream, "upstream")
@@ -308,7 +305,7 @@ class _Session:
             raise
         finally:
             if self.agent is not None:
-                code, sig = await self.agent.finish()
+                code, sig = await self.agent.finish("client disconnected")
                 exit_fields = {"exit_code": code, "exit_signal": sig}
                 outcome += f", agent {'killed by signal ' + str(sig) if sig else f'exit {code}'}"
             self._end()

@@ -8,25 +8,27 @@ never numbered before its request).
 
 Lifecycle: the agent's exit code becomes ours (a signal death is 128+N);
 SIGINT, SIGTERM and SIGHUP sent to us are passed to the agent; when the client closes our
-stdin we close the agent's, wait ``grace`` seconds, then send SIGTERM, and SIGKILL after as
-long again.
+stdin we close the agent's and end the agent as every relay does
+(:class:`~acp_proxy.transports.process.AgentProcess`: ``grace`` seconds, then SIGTERM, then
+SIGKILL). The main thread waits for the agent on an event loop while threads pump the bytes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
 import subprocess
 import threading
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 
 from acp_proxy.errors import AgentSpawnError
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
-from acp_proxy.transports.stdio import exit_status, pump, spawn_agent, widen_pipe
+from acp_proxy.transports.process import AgentProcess
+from acp_proxy.transports.stdio import pump, widen_pipe
 
 __all__ = ["DEFAULT_GRACE", "record_stdio"]
 
@@ -46,49 +48,49 @@ def record_stdio(
 ) -> int:
     """Run ``argv`` as the agent, relaying and recording; returns the exit code."""
     meta = CaptureMeta(transport="stdio", agent_command=list(argv), cwd=os.getcwd(), label=label)
+    tap = writer.open_capture(meta)
     try:
-        proc = spawn_agent(argv)
+        agent = AgentProcess.spawn(argv, tap, grace=grace)
     except AgentSpawnError as e:
-        tap = writer.open_capture(meta)
         tap.event("spawn_failed", error=str(e))
         tap.close(exit_code=e.exit_code)
         raise
-    tap = writer.open_capture(meta)
-    spawned = time.monotonic_ns()
-    tap.update(pid=proc.pid)
-    tap.event("spawn", pid=proc.pid, argv=list(argv))
     for fd in (stdin_fd, stdout_fd):
         widen_pipe(fd)  # our own stdin and stdout, when the editor gave us pipes
-    client_eof = threading.Event()
     finishing = threading.Event()
-    restore = _forward_signals(proc, tap)
-    try:
-        threads = _start_pumps(proc, tap, client_eof, finishing, stdin_fd, stdout_fd, stderr_fd)
-        returncode = _wait(proc, tap, client_eof, grace)
+    with _forward_signals(agent.proc, tap):
+        fds = (stdin_fd, stdout_fd, stderr_fd)
+        threads, returncode = asyncio.run(_until_exit(agent, tap, finishing, fds))
         for t in threads[1:]:  # agent stdout and stderr: drain what the agent left
             t.join(timeout=2.0)
         # Stop reading the client: what it sent until now is recorded (flagged as not
         # delivered, the agent being gone); nothing is read that would not be.
         finishing.set()
         threads[0].join(timeout=1.0)
-    finally:
-        restore.close()
-    code, sig = exit_status(returncode)
-    tap.event(
-        "exit",
-        returncode=returncode,
-        exit_code=code,
-        signal=sig,
-        runtime_ms=(time.monotonic_ns() - spawned) / 1e6,
-    )
+    code, sig = agent.record_exit(returncode)
     tap.close(exit_code=code, exit_signal=sig)
     return code
+
+
+async def _until_exit(
+    agent: AgentProcess, tap: Tap, finishing: threading.Event, fds: tuple[int, int, int]
+) -> tuple[list[threading.Thread], int]:
+    """Start the pumps and wait for the agent to exit, ending it once the client has closed
+    our stdin; the pump threads and the agent's return code."""
+    loop = asyncio.get_running_loop()
+
+    def client_gone() -> None:  # in the client's pump thread
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the agent has exited
+            loop.call_soon_threadsafe(agent.stop_soon, "client closed stdin")
+
+    threads = _start_pumps(agent.proc, tap, client_gone, finishing, *fds)
+    return threads, await agent.wait()
 
 
 def _start_pumps(
     proc: subprocess.Popen[bytes],
     tap: Tap,
-    client_eof: threading.Event,
+    client_gone: Callable[[], None],
     finishing: threading.Event,
     stdin_fd: int,
     stdout_fd: int,
@@ -113,7 +115,7 @@ def _start_pumps(
             tap.event("client_eof")
         with contextlib.suppress(OSError):
             agent_in.close()
-        client_eof.set()
+        client_gone()
 
     def agent_to_client() -> None:
         pump(
@@ -151,28 +153,6 @@ def _undelivered(tap: Tap, direction: Direction, kind: str, e: OSError) -> None:
     """The peer stopped reading: what follows is recorded, flagged as not delivered."""
     tap.not_delivered(direction)
     tap.event(kind, error=e.strerror)
-
-
-def _wait(
-    proc: subprocess.Popen[bytes], tap: Tap, client_eof: threading.Event, grace: float
-) -> int:
-    """Wait for the agent; after the client's EOF, terminate it once ``grace`` has passed."""
-    deadline: float | None = None
-    stage = 0
-    while True:
-        try:
-            return proc.wait(timeout=0.05 if deadline is None else 0.02)
-        except subprocess.TimeoutExpired:
-            pass
-        if client_eof.is_set() and deadline is None:
-            deadline = time.monotonic() + grace
-        if deadline is not None and time.monotonic() >= deadline:
-            sig = signal.SIGTERM if stage == 0 else signal.SIGKILL
-            tap.event("terminate", signal=sig.name, reason="client closed stdin")
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(sig)
-            stage += 1
-            deadline = time.monotonic() + max(grace, 0.5) if stage == 1 else float("inf")
 
 
 def _forward_signals(proc: subprocess.Popen[bytes], tap: Tap) -> contextlib.ExitStack:

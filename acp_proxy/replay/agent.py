@@ -8,15 +8,16 @@ notes :class:`Problem` values; the I/O (stdio, WebSocket, timing) is in ``replay
 How the recording is played:
 
 - A live client request is matched with a recorded one by method and canonical params
-  (``replay.match.canonical``: ``_meta``, ids, timestamps ignored, sessions and cwds mapped).
+  (``replay.canonical``: ``_meta``, ids, timestamps ignored, sessions and cwds mapped).
   Repeated identical requests take the recorded answers in order. The recorded answer is sent
   with the live request's id (docs/protocol.md §1) and the live session ids and paths.
 - Each recorded agent message waits for the client messages it followed in the recording:
   a response for its own request, and every message for the client message nearest before
   it (in *lenient* mode, other client requests in between are skipped over, so independent
-  requests may come in another order). Agent→client requests (permission, fs, terminal,
-  docs/protocol.md §4.1) go out with their recorded ids; what follows them waits for the live
-  client's answer, which is paired by that id and compared with the recorded answer.
+  requests may come in another order; ``replay.order`` keeps this schedule). Agent→client
+  requests (permission, fs, terminal, docs/protocol.md §4.1) go out with their recorded ids;
+  what follows them waits for the live client's answer, which is paired by that id and
+  compared with the recorded answer.
 - *strict* mode: client messages must come in the recorded order, and every agent message
   waits for all client messages recorded before it.
 - A request with no recorded answer gets a JSON-RPC error naming the closest recorded
@@ -26,29 +27,31 @@ How the recording is played:
 from __future__ import annotations
 
 import enum
-import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Kind, classify, id_token
-from acp_proxy.replay.match import (
+from acp_proxy.replay.canonical import (
     Difference,
-    KeyIndex,
-    Mapper,
-    Message,
-    Problem,
     canonical,
-    closest_request,
     differences,
     dump,
     dump_with_id,
     key_of,
-    live_message,
-    session_of,
     summarise,
 )
+from acp_proxy.replay.mapper import Mapper
+from acp_proxy.replay.match import (
+    KeyIndex,
+    Message,
+    Problem,
+    Problems,
+    closest_request,
+    live_message,
+)
+from acp_proxy.replay.order import Schedule
 
 __all__ = ["AgentStandIn", "Emit", "MatchMode"]
 
@@ -86,20 +89,12 @@ class AgentStandIn:
         self.by_seq = {m.seq: m for m in self.messages}
         self.mode = mode
         self.mapper = Mapper()
-        self.problems: list[Problem] = []
+        self.problems = Problems()
         self.last_matched: Message | None = None  # the recorded message the last input was
         self._s = _State()
         self._client = [m for m in self.messages if m.direction is C2A and m.kind != Kind.INVALID]
         self._agent = [m for m in self.messages if m.direction is A2C]
-        self._deps = _dependencies(self.messages, self.by_seq, mode)
-        # indexes, so each client message costs what it touches, not the whole recording
-        self._missing = {seq: len(d) for seq, d in self._deps.items()}
-        self._dependents: dict[int, list[int]] = {}
-        for seq, d in self._deps.items():
-            for c in d:
-                self._dependents.setdefault(c, []).append(seq)
-        self._ready_heap = [m.seq for m in self._agent if not self._deps[m.seq]]
-        self._next_agent = 0  # strict: the first agent message not sent yet
+        self._schedule = Schedule(self.messages, self.by_seq, strict=mode is MatchMode.STRICT)
         self._next_client = 0  # strict: the first client message not received yet
         self._by_method: dict[tuple[str, str | None], list[Message]] = {}
         for m in self._client:
@@ -129,7 +124,7 @@ class AgentStandIn:
         value = info.value
         if info.kind == Kind.INVALID or not isinstance(value, dict):
             what = "batch" if info.kind == Kind.BATCH else "frame that is not JSON-RPC"
-            self._problem("unexpected_message", f"ignored a {what} from the client")
+            self.problems.add("unexpected_message", f"ignored a {what} from the client")
             return []
         live = live_message(raw, info, C2A)
         if info.kind == Kind.REQUEST:
@@ -150,7 +145,7 @@ class AgentStandIn:
         if missing:
             shown = ", ".join(m.label() for m in missing[:4])
             more = f" and {len(missing) - 4} more" if len(missing) > 4 else ""
-            self._problem(
+            self.problems.add(
                 "not_received",
                 f"the client never sent {len(missing)} recorded message(s): {shown}{more}",
                 missing[0].seq,
@@ -158,7 +153,7 @@ class AgentStandIn:
         unsent = [m for m in self._agent if m.seq not in self._s.emitted]
         if unsent:
             first = unsent[0]
-            self._problem(
+            self.problems.add(
                 "not_sent",
                 f"{len(unsent)} recorded agent message(s) were never sent, from {first.label()} "
                 f"(waiting for {self._waiting_for(first)})",
@@ -177,7 +172,7 @@ class AgentStandIn:
         self._s.live_id[rec.seq] = live.token or "null"
         if rec.partner is None:
             message = f"recorded {rec.label()} was never answered in the recording; nor will it be"
-            self._problem("note", message, rec.seq, note=True)
+            self.problems.add("note", message, rec.seq, note=True)
         self.mapper.learn(live.params, rec.params)
         return self._pump()
 
@@ -188,7 +183,7 @@ class AgentStandIn:
             where = (
                 f"; closest recorded is {closest.label()}: {summarise(diffs)}" if closest else ""
             )
-            self._problem(
+            self.problems.add(
                 "unexpected_message",
                 f"the client sent a {live.method} notification that was not recorded{where}",
                 details=tuple(diffs),
@@ -202,7 +197,7 @@ class AgentStandIn:
     def _answer(self, live: Message) -> list[Emit]:
         asked_seq = self._s.asked.pop(live.token or "", None)
         if asked_seq is None:
-            self._problem(
+            self.problems.add(
                 "unexpected_message",
                 f"the client sent a response with id {live.token} to no request of ours",
             )
@@ -210,7 +205,7 @@ class AgentStandIn:
         asked = self.by_seq[asked_seq]
         if asked.partner is None:
             message = f"{asked.label()} was never answered in the recording"
-            self._problem("note", message, asked_seq, note=True)
+            self.problems.add("note", message, asked_seq, note=True)
             return self._pump()
         rec = self.by_seq[asked.partner]
         self._receive(rec.seq)
@@ -219,7 +214,7 @@ class AgentStandIn:
         got = self._canon(self.mapper.to_recorded(live.outcome))
         if want != got:
             diffs = differences(want, got)
-            self._problem(
+            self.problems.add(
                 "different_answer",
                 f"the client answered {asked.method} [{asked.token}] differently from the "
                 f"recording ({summarise(diffs)}); the replay goes on as recorded",
@@ -246,7 +241,7 @@ class AgentStandIn:
                 f"initialize differs from the recording ({summarise(diffs)}); "
                 "answering with the recorded one"
             )
-            self._problem("note", message, rec.seq, note=True)
+            self.problems.add("note", message, rec.seq, note=True)
             return rec
         return None
 
@@ -264,10 +259,7 @@ class AgentStandIn:
 
     def _receive(self, seq: int) -> None:
         self._s.received.add(seq)
-        for waiting in self._dependents.get(seq, ()):
-            self._missing[waiting] -= 1
-            if self._missing[waiting] == 0:
-                heapq.heappush(self._ready_heap, waiting)
+        self._schedule.received(seq)
 
     def _canon(self, value: Any) -> Any:
         return canonical(
@@ -322,7 +314,7 @@ class AgentStandIn:
             text = "; ".join(filter(None, [why, f"recorded methods: {names}"]))
         message = f"no recorded answer for {live.method}; {text}"
         code = -32601 if live.method not in recorded_methods else -32602
-        self._problem("unmatched_request", message, details=tuple(diffs))
+        self.problems.add("unmatched_request", message, details=tuple(diffs))
         near = None if closest is None else {"seq": closest.seq, "method": closest.method}
         error = {
             "code": code,
@@ -340,21 +332,8 @@ class AgentStandIn:
     # -- agent messages --------------------------------------------------------------------
 
     def _pump(self) -> list[Emit]:
-        """Send what has become ready: in lenient mode every agent message whose inputs all
-        came, in recorded order (one waiting on its own input holds no one else); in strict
-        mode the recorded order itself, up to the first message still waiting."""
-        out: list[Emit] = []
-        if self.mode is MatchMode.STRICT:
-            while self._next_agent < len(self._agent):
-                m = self._agent[self._next_agent]
-                if self._missing[m.seq]:
-                    break
-                out.append(self._emit(m))
-                self._next_agent += 1
-            return out
-        while self._ready_heap:
-            out.append(self._emit(self.by_seq[heapq.heappop(self._ready_heap)]))
-        return out
+        """Send what has become ready (``replay.order`` says what that is)."""
+        return [self._emit(m) for m in self._schedule.ready()]
 
     def _emit(self, m: Message) -> Emit:
         self._s.emitted.add(m.seq)
@@ -378,48 +357,5 @@ class AgentStandIn:
         return Emit(dump_with_id(live, token), m, m.terminated)
 
     def _waiting_for(self, m: Message) -> str:
-        need = sorted(self._deps[m.seq] - self._s.received)
+        need = sorted(self._schedule.deps[m.seq] - self._s.received)
         return ", ".join(self.by_seq[s].label() for s in need[:3]) or "nothing"
-
-    def _problem(
-        self,
-        kind: str,
-        message: str,
-        seq: int | None = None,
-        *,
-        note: bool = False,
-        details: tuple[Difference, ...] = (),
-    ) -> None:
-        self.problems.append(Problem(kind, message, seq, note, details))
-
-
-def _dependencies(
-    messages: list[Message], by_seq: dict[int, Message], mode: MatchMode
-) -> dict[int, frozenset[int]]:
-    """For each recorded agent message, the recorded client messages it waits for."""
-    deps: dict[int, frozenset[int]] = {}
-    before: list[Message] = []
-    for m in messages:
-        if m.direction is C2A:
-            if m.kind != Kind.INVALID:
-                before.append(m)
-            continue
-        if mode is MatchMode.STRICT:
-            deps[m.seq] = frozenset(c.seq for c in before)
-            continue
-        need: set[int] = set()
-        own = m.partner if m.is_response else None
-        if own is not None:
-            need.add(own)
-        sid = session_of(m, by_seq)
-        for c in reversed(before):
-            if c.kind == Kind.REQUEST and c.seq != own:
-                if m.is_response:
-                    continue  # another request: independent of this answer
-                other = session_of(c)
-                if sid is not None and other is not None and other != sid:
-                    continue  # a request for another session
-            need.add(c.seq)
-            break
-        deps[m.seq] = frozenset(need)
-    return deps

@@ -31,20 +31,9 @@ from typing import Any
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Kind, classify
-from acp_proxy.replay.match import (
-    KeyIndex,
-    Mapper,
-    Message,
-    Problem,
-    canonical,
-    closest_request,
-    dump,
-    dump_with_id,
-    key_of,
-    live_message,
-    shape,
-    summarise,
-)
+from acp_proxy.replay.canonical import canonical, dump, dump_with_id, key_of, summarise
+from acp_proxy.replay.mapper import Mapper
+from acp_proxy.replay.match import KeyIndex, Message, Problems, closest_request, live_message, shape
 
 __all__ = ["ClientStandIn", "Step", "Wait"]
 
@@ -97,7 +86,7 @@ class ClientStandIn:
         self.messages = list(messages)
         self.by_seq = {m.seq: m for m in self.messages}
         self.mapper = Mapper([cwd] if cwd else ())
-        self.problems: list[Problem] = []
+        self.problems = Problems()
         self.ignore = [p[1:] for p in ignore if p[:1] in (("params",), ("*",))]
         self.steps = _steps(self.messages)
         self._pending: dict[str, int] = {}  # token of a request we sent → its recorded seq
@@ -132,7 +121,7 @@ class ClientStandIn:
 
     def give_up(self, step: Step, why: str) -> None:
         assert step.wait is not None
-        self._problem(
+        self.problems.add(
             "wait_given_up",
             f"before sending recorded {step.message.label()}: {why} waiting for "
             f"{step.wait.describe()}; sent it anyway",
@@ -148,7 +137,7 @@ class ClientStandIn:
             if w.request is not None
             else (w.describe())
         )
-        self._problem(
+        self.problems.add(
             "agent_silent",
             f"the agent sent nothing in {timeout:g} s (waited for {what}); "
             "the replay stopped there",
@@ -171,7 +160,7 @@ class ClientStandIn:
         info = classify(raw)
         value = info.value
         if info.kind == Kind.BATCH:
-            self._problem(
+            self.problems.add(
                 "unexpected_message", "the agent sent a batch; replay does not answer those"
             )
             return []
@@ -197,13 +186,13 @@ class ClientStandIn:
         if left:
             shown = ", ".join(s.message.label() for s in left[:4])
             more = f" and {len(left) - 4} more" if len(left) > 4 else ""
-            self._problem(
+            self.problems.add(
                 "not_sent",
                 f"{why}; {len(left)} recorded client message(s) were never sent: {shown}{more}",
                 left[0].message.seq,
             )
         for token, seq in self._pending.items():
-            self._problem(
+            self.problems.add(
                 "no_answer",
                 f"the agent never answered {self.by_seq[seq].label()} (sent with id {token})",
                 seq,
@@ -236,15 +225,15 @@ class ClientStandIn:
             closest, diffs = closest_request(live, self._asked, self.mapper)
             near = f"; closest recorded is {closest.label()}: {summarise(diffs)}" if closest else ""
             message = f"the agent asked {live.method}, which the recording has no answer for{near}"
-            self._problem("new_request", message, details=tuple(diffs))
+            self.problems.add("new_request", message, details=tuple(diffs))
             return _error(token, f"acp-proxy replay: {message}")
         self._used.add(rec.seq)
         if again:
             message = f"the agent asked {rec.label()} again; answered as recorded before"
-            self._problem("note", message, rec.seq, note=True)
+            self.problems.add("note", message, rec.seq, note=True)
         if rec.partner is None:
             message = f"recorded {rec.label()} was never answered by the recorded client"
-            self._problem("new_request", message, rec.seq)
+            self.problems.add("new_request", message, rec.seq)
             return _error(token, f"acp-proxy replay: {message}")
         answer = self.by_seq[rec.partner]
         if not isinstance(answer.value, dict):
@@ -253,17 +242,6 @@ class ClientStandIn:
         if value == answer.value and token == answer.token:
             return answer.raw
         return dump_with_id(value, token)
-
-    def _problem(
-        self,
-        kind: str,
-        message: str,
-        seq: int | None = None,
-        *,
-        note: bool = False,
-        details: Any = (),
-    ) -> None:
-        self.problems.append(Problem(kind, message, seq, note, tuple(details)))
 
 
 def _error(token: str, message: str) -> bytes:

@@ -30,7 +30,8 @@ from typing import Any
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Kind
 from acp_proxy.replay.detail import add_details, compare_detail, compare_tool_detail
-from acp_proxy.replay.match import Mapper, Message, session_of
+from acp_proxy.replay.mapper import Mapper
+from acp_proxy.replay.match import Message, session_of
 from acp_proxy.replay.summary import Divergence, RunSummary, ToolCall, Turn, error_text
 
 __all__ = ["compare", "nothing_compared", "parse_ignore", "summarise_run"]

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
-import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,17 +23,16 @@ from acp_proxy.errors import AgentSpawnError
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.framing import LineFramer
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
-from acp_proxy.replay.client import ClientStandIn
+from acp_proxy.replay.client import ClientStandIn, Step
 from acp_proxy.replay.compare import compare, nothing_compared, parse_ignore, summarise_run
 from acp_proxy.replay.match import Problem
 from acp_proxy.replay.serve import Recording, load_recording
 from acp_proxy.replay.summary import Divergence, RunSummary
-from acp_proxy.transports.stdio import exit_status, spawn_error
+from acp_proxy.transports.process import AgentProcess
 
 __all__ = ["Outcome", "replay_client"]
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
-_LIMIT = 64 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -95,120 +94,100 @@ async def _drive(
     timeout: float,
     grace: float,
     cwd: str | None,
-) -> int | None:
+) -> int:
     """Run the agent through the stand-in; returns its exit code."""
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            limit=_LIMIT,
-            cwd=cwd,
-        )
-    except OSError as e:  # the spawn rule of the relay: 127 not found, 126 not executable
-        raise spawn_error(argv[0], e) from e
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
-    tap.update(pid=proc.pid)
-    tap.event("spawn", pid=proc.pid, argv=list(argv))
-    changed = asyncio.Event()
-    agent_gone = asyncio.Event()
-    heard = False  # the agent wrote something on stdout
-
-    def send(data: bytes) -> None:
-        line = data + b"\n"
-        tap.chunk(C2A, line)
-        if not stdin.is_closing():
-            stdin.write(line)
-
-    async def read_agent() -> None:
-        nonlocal heard
-        framer = LineFramer()
-        while True:
-            chunk = await stdout.read(1 << 20)
-            if chunk:
-                heard = True
-                tap.chunk(A2C, chunk)
-            else:
-                tap.end_stream(A2C)
-            for piece in framer.feed(chunk) if chunk else framer.end():
-                for reply in stand_in.receive(piece.raw):
-                    send(reply)
-            changed.set()
-            if not chunk:
-                break
-        agent_gone.set()
-        changed.set()
-
-    async def read_stderr() -> None:
-        while chunk := await stderr.read(1 << 16):
-            tap.stderr(chunk)
-            with contextlib.suppress(OSError, ValueError):
-                sys.stderr.buffer.write(chunk)
-                sys.stderr.buffer.flush()
-
-    async def wait_for(predicate: Any) -> bool:
-        """Wait until ``predicate()`` is not False; False on time-out."""
-        deadline = time.monotonic() + timeout
-        while predicate() is False:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), remaining)
-        return True
-
-    async def play() -> None:
-        steps = stand_in.steps
-        for i, step in enumerate(steps):
-            state = stand_in.ready(step)
-            if state is False:
-                if not await wait_for(lambda s=step: _or_gone(stand_in.ready(s), agent_gone)):
-                    if not heard:  # nobody there: waiting at every later point helps nobody
-                        stand_in.silent(step, timeout)
-                        stand_in.finish(unsent=steps[i:], why="the agent is silent")
-                        return
-                    stand_in.give_up(step, f"{timeout:g} s passed")
-                state = stand_in.ready(step)
-            if agent_gone.is_set() and state is not True:
-                stand_in.finish(unsent=steps[i:])
-                return
-            if state is None:
-                stand_in.give_up(step, "the agent finished the request that was open")
-            send(stand_in.send(step))
-            with contextlib.suppress(ConnectionError):
-                await stdin.drain()
-        await wait_for(lambda: stand_in.outstanding == 0 or agent_gone.is_set())
-        stand_in.finish()
-
+    agent = AgentProcess.spawn(argv, tap, grace=grace, cwd=cwd)
+    stdout, stdin = await agent.pipes()
+    run = _Run(stand_in, tap, stdin, timeout)
     async with asyncio.TaskGroup() as tg:
-        tg.create_task(read_agent())
-        tg.create_task(read_stderr())
-        await play()
+        tg.create_task(run.read_agent(stdout))
+        await run.play()
         tap.end_stream(C2A)
         tap.event("client_eof")
         with contextlib.suppress(OSError):
             stdin.close()
-        try:
-            code = await asyncio.wait_for(proc.wait(), grace)
-        except TimeoutError:
-            tap.event("terminate", signal="SIGTERM", reason="replay finished")
-            with contextlib.suppress(ProcessLookupError):
-                proc.terminate()
-            try:
-                code = await asyncio.wait_for(proc.wait(), grace)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                code = await proc.wait()
-    rc, sig = exit_status(code)
-    tap.event("exit", returncode=code, exit_code=rc, signal=sig)
-    return rc
+        await agent.stop("replay finished")
+    code, _sig = await agent.finish("replay finished")
+    return code
 
 
-def _or_gone(state: bool | None, gone: asyncio.Event) -> bool | None:
+class _Run:
+    """The recorded client's side of one run: its steps sent when they are due, what the
+    agent writes fed to the stand-in (and its answers sent back)."""
+
+    def __init__(
+        self, stand_in: ClientStandIn, tap: Tap, stdin: asyncio.StreamWriter, timeout: float
+    ) -> None:
+        self.stand_in, self.tap, self.stdin, self.timeout = stand_in, tap, stdin, timeout
+        self.changed = asyncio.Event()  # the agent wrote something, or went away
+        self.agent_gone = asyncio.Event()
+        self.heard = False  # the agent wrote something on stdout
+
+    def send(self, data: bytes) -> None:
+        line = data + b"\n"
+        self.tap.chunk(C2A, line)
+        if not self.stdin.is_closing():
+            self.stdin.write(line)
+
+    async def read_agent(self, stdout: asyncio.StreamReader) -> None:
+        framer = LineFramer()
+        while True:
+            chunk = await stdout.read(1 << 20)
+            if chunk:
+                self.heard = True
+                self.tap.chunk(A2C, chunk)
+            else:
+                self.tap.end_stream(A2C)
+            for piece in framer.feed(chunk) if chunk else framer.end():
+                for reply in self.stand_in.receive(piece.raw):
+                    self.send(reply)
+            self.changed.set()
+            if not chunk:
+                break
+        self.agent_gone.set()
+        self.changed.set()
+
+    async def wait_for(self, predicate: Callable[[], bool | None]) -> bool:
+        """Wait until ``predicate()`` is not False; False on time-out."""
+        deadline = time.monotonic() + self.timeout
+        while predicate() is False:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), remaining)
+        return True
+
+    async def play(self) -> None:
+        stand_in, gone = self.stand_in, self.agent_gone
+        steps = stand_in.steps
+        for i, step in enumerate(steps):
+            state = stand_in.ready(step)
+            if state is False:
+                if not await self.wait_for(functools.partial(_due, stand_in, step, gone)):
+                    if not self.heard:  # nobody there: waiting at every later point helps nobody
+                        stand_in.silent(step, self.timeout)
+                        stand_in.finish(unsent=steps[i:], why="the agent is silent")
+                        return
+                    stand_in.give_up(step, f"{self.timeout:g} s passed")
+                state = stand_in.ready(step)
+            if gone.is_set() and state is not True:
+                stand_in.finish(unsent=steps[i:])
+                return
+            if state is None:
+                stand_in.give_up(step, "the agent finished the request that was open")
+            self.send(stand_in.send(step))
+            with contextlib.suppress(ConnectionError):
+                await self.stdin.drain()
+        await self.wait_for(lambda: stand_in.outstanding == 0 or gone.is_set())
+        stand_in.finish()
+
+
+def _due(stand_in: ClientStandIn, step: Step, gone: asyncio.Event) -> bool | None:
+    """Whether ``step`` may go (``ClientStandIn.ready``); None when the agent went away
+    while it waited."""
+    state = stand_in.ready(step)
     if state is False and gone.is_set():
         return None
     return state
@@ -249,9 +228,7 @@ def replay_client(
     divergences = compare(recorded, replayed)
     empty = nothing_compared(recorded)
     if empty is not None:
-        stand_in.problems.append(
-            Problem("nothing_compared", f"nothing to compare: {empty}", None, False, ())
-        )
+        stand_in.problems.add("nothing_compared", f"nothing to compare: {empty}")
     original_exit = recording.capture.get("exit_code")
     if isinstance(original_exit, int) and code is not None and original_exit != code:
         divergences.append(Divergence("run", "agent exit code", original_exit, code))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from acp_proxy.replay.match import dump
+from acp_proxy.replay.canonical import dump
 
 __all__ = ["Detail", "Divergence", "RunSummary", "ToolCall", "Turn", "error_text", "mean"]
 

@@ -1,7 +1,8 @@
 """The stdio leg of a stdio<->WebSocket bridge, and the agent process behind it.
 
 What belongs here: :class:`LineEndpoint` — newline-delimited lines in and out of pipes, as
-messages for the relay — and :class:`AgentProcess`, one agent per WebSocket connection.
+messages for the relay — and :func:`agent_endpoint`, that leg to an agent process (one per
+WebSocket connection; its lifecycle is :class:`~acp_proxy.transports.process.AgentProcess`).
 
 Bridging reshapes by design (docs/protocol.md §2.1 vs §2.3): a line becomes a message and a
 message becomes a line; the payload bytes are unchanged. A line that is valid UTF-8 becomes a
@@ -19,8 +20,6 @@ import collections
 import concurrent.futures
 import contextlib
 import os
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -28,11 +27,11 @@ from typing import Any, Protocol
 
 from acp_proxy.protocol.frames import Opcode
 from acp_proxy.protocol.framing import LineFramer
-from acp_proxy.record.link import Tap
+from acp_proxy.transports.process import AgentProcess
 from acp_proxy.transports.stdio import exit_status, write_all
 from acp_proxy.transports.websocket import Ended, Ending, Message
 
-__all__ = ["AgentProcess", "FdChannel", "LineEndpoint"]
+__all__ = ["FdChannel", "LineEndpoint", "agent_endpoint"]
 
 _CHUNK = 1 << 20
 
@@ -218,128 +217,33 @@ class LineEndpoint:
 # -- an agent process per connection ------------------------------------------------------
 
 
-class AgentProcess:
-    """One agent process: its pipes, its stderr relayed and recorded, its exit."""
+async def agent_endpoint(agent: AgentProcess, max_line: int) -> LineEndpoint:
+    """The stdio leg to ``agent``: its stdout and stdin as line messages. When the agent
+    closes its stdout, the relay ends as :func:`_exit_ending` says; when the relay ends
+    this leg (the client went away), the agent is ended (``AgentProcess.stop``)."""
+    out, writer = await agent.pipes()
 
-    def __init__(self, proc: subprocess.Popen[bytes], tap: Tap, grace: float) -> None:
-        self.proc, self.tap, self.grace = proc, tap, grace
-        self.exited: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._spawned = time.monotonic_ns()
-        self._terminating = False
+    async def eof_ending() -> Ending:
+        return await _exit_ending(agent)
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def endpoint(self, max_line: int) -> LineEndpoint:
-        loop = asyncio.get_running_loop()
-        p = self.proc
-        assert p.stdin is not None and p.stdout is not None and p.stderr is not None
-        out = asyncio.StreamReader(limit=_CHUNK)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(out), p.stdout)
-        err = asyncio.StreamReader(limit=_CHUNK)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(err), p.stderr)
-        wt, wp = await loop.connect_write_pipe(
-            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), p.stdin
-        )
-        writer = asyncio.StreamWriter(wt, wp, None, loop)
-        self._spawn(self._watch())
-        self._spawn(self._stderr(err))
-        return LineEndpoint(
-            _PipeChannel(out, writer),
-            "agent",
-            max_line,
-            eof_ending=self._eof_ending,
-            on_end=lambda _why: self._spawn(self._terminate_later()),
-        )
-
-    async def _watch(self) -> None:
-        self.exited.set_result(await _wait_process(self.proc))
-
-    async def _stderr(self, err: asyncio.StreamReader) -> None:
-        while data := await err.read(_CHUNK):
-            self.tap.stderr(data)
-            with contextlib.suppress(OSError):
-                write_all(2, data)
-
-    async def _eof_ending(self) -> Ending:
-        """The agent closed its stdout: close the client with 1000 when it exited 0 (or is
-        still running after ``grace``), else 1011 with the exit status as the reason."""
-        try:
-            rc = await asyncio.wait_for(asyncio.shield(self.exited), self.grace)
-        except TimeoutError:
-            return Ending(1000, "", "peer", "eof")
-        code, sig = exit_status(rc)
-        if code == 0:
-            return Ending(1000, "", "peer", "exit", {"exit_code": 0})
-        reason = f"agent killed by signal {sig}" if sig else f"agent exited with status {code}"
-        return Ending(1011, reason, "peer", "exit", {"exit_code": code})
-
-    async def _terminate_later(self) -> None:
-        """After the client went away and stdin was closed: SIGTERM after ``grace``,
-        SIGKILL after as long again (the stdio relay's lifecycle)."""
-        if self._terminating:
-            return
-        self._terminating = True
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                await asyncio.wait_for(asyncio.shield(self.exited), self.grace)
-                return
-            except TimeoutError:
-                self.tap.event("terminate", signal=sig.name, reason="client disconnected")
-                with contextlib.suppress(ProcessLookupError):
-                    self.proc.send_signal(sig)
-
-    async def finish(self) -> tuple[int, int | None]:
-        """Wait for the exit (terminating if need be); record it."""
-        if not self.exited.done():
-            self._spawn(self._terminate_later())
-        rc = await asyncio.shield(self.exited)
-        for task in list(self._tasks):
-            if task is not asyncio.current_task():
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(task), 2.0)
-        code, sig = exit_status(rc)
-        self.tap.event(
-            "exit",
-            returncode=rc,
-            exit_code=code,
-            signal=sig,
-            runtime_ms=(time.monotonic_ns() - self._spawned) / 1e6,
-        )
-        return code, sig
-
-    def kill_now(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
+    return LineEndpoint(
+        _PipeChannel(out, writer),
+        "agent",
+        max_line,
+        eof_ending=eof_ending,
+        on_end=lambda _why: agent.stop_soon("client disconnected"),
+    )
 
 
-def _set_once(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
-
-async def _wait_process(proc: subprocess.Popen[bytes]) -> int:
-    """Wait for a child without a thread: a pidfd (Linux) tells the loop when it exits."""
+async def _exit_ending(agent: AgentProcess) -> Ending:
+    """The agent closed its stdout: close the client with 1000 when it exited 0 (or is
+    still running after ``grace``), else 1011 with the exit status as the reason."""
     try:
-        fd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        while proc.poll() is None:
-            await asyncio.sleep(0.05)
-        return proc.returncode
-    loop = asyncio.get_running_loop()
-    done = loop.create_future()
-    try:
-        loop.add_reader(fd, _set_once, done)
-        try:
-            await done
-        finally:
-            loop.remove_reader(fd)
-    finally:
-        os.close(fd)
-    return proc.wait()
-
-
-# -- the listener: one capture per client connection --------------------------------------
+        rc = await asyncio.wait_for(agent.wait(), agent.grace)
+    except TimeoutError:
+        return Ending(1000, "", "peer", "eof")
+    code, sig = exit_status(rc)
+    if code == 0:
+        return Ending(1000, "", "peer", "exit", {"exit_code": 0})
+    reason = f"agent killed by signal {sig}" if sig else f"agent exited with status {code}"
+    return Ending(1011, reason, "peer", "exit", {"exit_code": code})

@@ -15,9 +15,9 @@ import contextlib
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -42,28 +42,25 @@ _COMMON_HEADERS = (
     ("X-Frame-Options", "DENY"),
     ("Cross-Origin-Resource-Policy", "same-origin"),
 )
+_N = TypeVar("_N", int, float)
 POLL_S = 0.25
 """How often the live feed looks at the database."""
 
 
+def _number(q: dict[str, str], name: str, kind: Callable[[str], _N]) -> _N | None:
+    """Query parameter ``name`` as a number (``int`` or ``float``); None when absent or
+    empty."""
+    v = q.get(name)
+    if v is None or v == "":
+        return None
+    try:
+        return kind(v)
+    except ValueError:
+        raise UsageError(f"{name} must be a number") from None
+
+
 def _int(q: dict[str, str], name: str) -> int | None:
-    v = q.get(name)
-    if v is None or v == "":
-        return None
-    try:
-        return int(v)
-    except ValueError:
-        raise UsageError(f"{name} must be a number") from None
-
-
-def _float(q: dict[str, str], name: str) -> float | None:
-    v = q.get(name)
-    if v is None or v == "":
-        return None
-    try:
-        return float(v)
-    except ValueError:
-        raise UsageError(f"{name} must be a number") from None
+    return _number(q, name, int)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -87,15 +84,27 @@ class Handler(BaseHTTPRequestHandler):
         extra: tuple[tuple[str, str], ...] = (),
         csp: str = CSP,
     ) -> None:
+        self._head(status, ctype, (("Content-Length", str(len(body))), *extra), csp)
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _stream(self, ctype: str, extra: tuple[tuple[str, str], ...]) -> None:
+        """The head of a response whose body is written as it is made, with no length: the
+        connection ends with it."""
+        self._head(200, ctype, (*extra, ("Connection", "close")))
+        self.close_connection = True
+
+    def _head(
+        self, status: int, ctype: str, extra: tuple[tuple[str, str], ...], csp: str = CSP
+    ) -> None:
+        """The headers of every response: its type, the Content-Security-Policy and the
+        common ones, then ``extra``."""
         self.send_response(status)
         self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
         self.send_header("Content-Security-Policy", csp)
         for k, v in (*_COMMON_HEADERS, *extra):
             self.send_header(k, v)
         self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
 
     def _json(self, value: Any, status: int = 200) -> None:
         body = orjson.dumps(value, default=str)
@@ -207,8 +216,8 @@ class Handler(BaseHTTPRequestHandler):
                     after=-1 if after is None else after,
                     limit=_int(q, "limit") or api.PAGE,
                     flt=flt,
-                    from_ms=_float(q, "from_ms"),
-                    to_ms=_float(q, "to_ms"),
+                    from_ms=_number(q, "from_ms", float),
+                    to_ms=_number(q, "to_ms", float),
                 )
             )
         elif len(rest) == 2 and rest[0] == "frames":
@@ -250,15 +259,8 @@ class Handler(BaseHTTPRequestHandler):
             from acp_proxy.export.jsonl import write_export
             from acp_proxy.store.refs import Source
 
-            self.send_response(200)
-            self.send_header("Content-Type", "application/x-ndjson")
-            self.send_header("Content-Disposition", f'attachment; filename="{name}.jsonl"')
-            self.send_header("Content-Security-Policy", CSP)
-            for k, v in _COMMON_HEADERS:
-                self.send_header(k, v)
-            self.send_header("Connection", "close")
-            self.end_headers()
-            self.close_connection = True
+            disposition = ("Content-Disposition", f'attachment; filename="{name}.jsonl"')
+            self._stream("application/x-ndjson", (disposition,))
             if self.command != "HEAD":
                 # what export --format jsonl writes: metadata, frames, stderr, events
                 source = Source(c, f"capture {cid}", store=store)
@@ -304,15 +306,7 @@ class Handler(BaseHTTPRequestHandler):
     def _events(self) -> None:
         """Server-sent events: ``captures`` with the rows of the captures that changed
         (new ones, more frames, ended, ...), at most every :data:`POLL_S` seconds."""
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-store")
-        self.send_header("Content-Security-Policy", CSP)
-        for k, v in _COMMON_HEADERS:
-            self.send_header(k, v)
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
+        self._stream("text/event-stream", (("Cache-Control", "no-store"),))
         if self.command == "HEAD":
             return
         state = self.server.state

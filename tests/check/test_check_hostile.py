@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acp_proxy.check.core import Checker
-from acp_proxy.check.rules import RULES, SEVERITIES
+from acp_proxy.check.findings import SEVERITIES
+from acp_proxy.check.rules import RULES
 from acp_proxy.protocol.frames import Direction, Frame
 
 JSON = st.recursive(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from corpus import CASES, P1, A, C, Case, frames, req, res
+from corpus import CASES, P1, P2, PROMPT, A, C, Case, chunk, frames, req, res
 
 from acp_proxy.check.core import Checker, check_frames
 from acp_proxy.check.rules import RULES
@@ -89,3 +89,23 @@ def test_patch_semantics_keep_an_omitted_capability_and_clear_a_null_one() -> No
     case = next(c for c in CASES if c.name == "v2 cancel capability follows patch semantics")
     found_ = check_frames(frames(case.entries))
     assert [(f.rule, f.seq) for f in found_] == [("v2.cancel-capability", len(case.entries) - 2)]
+
+
+def test_findings_of_the_end_point_at_their_own_frame_or_at_none() -> None:
+    # the end of a capture has no frame of its own: a finding there must not borrow the
+    # seq or the excerpt of the frame looked at just before it
+    never = frames([(A, chunk()), (C, req(9, "_x/q", {}))])
+    by_rule = {f.rule: f for f in check_frames(never)}
+    assert by_rule["rpc.unanswered"].seq == 1
+    assert (by_rule["acp.no-initialize"].seq, by_rule["acp.no-initialize"].excerpt) == (None, "")
+
+    log = (A, b"loading", {"terminated": False})
+    unfinished = [*P2, (C, PROMPT), (A, res(2, {"messageId": "m1"})), log]
+    split = (A, b'{"jsonrpc"', {"flags": ["split"]})
+    by_rule = {f.rule: f for f in check_frames(frames([*unfinished, split]))}
+    assert by_rule["framing.unterminated"].excerpt == "loading"
+    assert (by_rule["v2.turn-unfinished"].seq, by_rule["v2.turn-unfinished"].excerpt) == (
+        len(P2),
+        "",
+    )
+    assert (by_rule["capture.incomplete"].seq, by_rule["capture.incomplete"].excerpt) == (None, "")

@@ -32,6 +32,15 @@ INSTALL_HINT = "run `npm ci --prefix tests/npm` to install the TypeScript SDK te
 TS_AGENT = ["node", str(NPM / "agent.mjs")]
 TS_CLIENT = ["node", str(NPM / "client.mjs")]
 PROMPTS = ["hello", "héllo ✔"]
+TWO_TURNS = [  # the requests of two prompt turns that each ask for permission
+    "initialize",
+    "session/new",
+    "session/prompt",
+    "session/request_permission",
+    "session/prompt",
+    "session/request_permission",
+]
+C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 
 
 @pytest.fixture(autouse=True)
@@ -87,20 +96,27 @@ def frames(stream: bytes) -> list[dict[str, Any]]:
     return out
 
 
-def capture(db: Path) -> dict[str, Any]:
+def stream(db: Path, direction: Direction) -> bytes:
+    """What crossed the proxy in ``direction`` in the latest capture, as stored."""
     store = Store(db)
     try:
-        return store.capture(None)
+        return store.stream_bytes(store.capture(None)["id"], direction)
     finally:
         store.close()
 
 
-def request_methods(db: Path) -> list[str]:
+def assert_recorded(db: Path, version: int, client: str, agent: str, methods: list[str]) -> None:
+    """The latest capture: its version and peers' names, these requests and each answered."""
+    store = Store(db)
+    try:
+        c = store.capture(None)
+    finally:
+        store.close()
+    assert c["protocol_version"] == version
+    assert json.loads(c["client_info"])["name"] == client
+    assert json.loads(c["agent_info"])["name"] == agent
     rows = db_rows(db, "SELECT method FROM messages WHERE kind='request' ORDER BY seq")
-    return [str(m) for (m,) in rows]
-
-
-def assert_all_paired(db: Path) -> None:
+    assert [str(m) for (m,) in rows] == methods
     assert db_rows(db, "SELECT COUNT(*) FROM requests WHERE response_seq IS NULL") == [(0,)]
 
 
@@ -125,25 +141,8 @@ def test_typescript_sdk_peers_agree_through_the_proxy(tmp_path: Path, db: Path) 
     assert direct["updates"][2]["update"]["rawOutput"] == {"permission": "ok"}
     assert [p["toolCall"]["toolCallId"] for p in direct["permissions"]] == ["call_1", "call_2"]
 
-    store = Store(db)
-    try:
-        c = store.capture(None)
-        assert c["protocol_version"] == 1
-        assert json.loads(c["client_info"])["name"] == "ts-test-client"
-        assert json.loads(c["agent_info"])["name"] == "ts-test-agent"
-        assert request_methods(db) == [
-            "initialize",
-            "session/new",
-            "session/prompt",
-            "session/request_permission",
-            "session/prompt",
-            "session/request_permission",
-        ]
-        assert_all_paired(db)
-        c2a = frames(store.stream_bytes(c["id"], Direction.CLIENT_TO_AGENT))
-        a2c = frames(store.stream_bytes(c["id"], Direction.AGENT_TO_CLIENT))
-    finally:
-        store.close()
+    assert_recorded(db, 1, "ts-test-client", "ts-test-agent", TWO_TURNS)
+    c2a, a2c = frames(stream(db, C2A)), frames(stream(db, A2C))
     # what was recorded is what the client was handed, and what it sent
     assert updates_sent(a2c) == direct["updates"]
     prompts = [m["params"] for m in c2a if m.get("method") == "session/prompt"]
@@ -176,25 +175,9 @@ def test_typescript_sdk_v2_peers_agree_through_the_proxy(tmp_path: Path, db: Pat
         "call_2",
     ]
 
-    store = Store(db)
-    try:
-        c = store.capture(None)
-        assert c["protocol_version"] == 2
-        assert json.loads(c["client_info"])["name"] == "ts-test-client"
-        assert json.loads(c["agent_info"])["name"] == "ts-test-agent"
-        assert request_methods(db) == [
-            "initialize",
-            "session/new",
-            "session/prompt",
-            "session/request_permission",
-            "session/prompt",
-            "session/request_permission",
-        ]
-        assert_all_paired(db)
-        a2c = frames(store.stream_bytes(c["id"], Direction.AGENT_TO_CLIENT))
-        frames(store.stream_bytes(c["id"], Direction.CLIENT_TO_AGENT))
-    finally:
-        store.close()
+    assert_recorded(db, 2, "ts-test-client", "ts-test-agent", TWO_TURNS)
+    a2c = frames(stream(db, A2C))
+    frames(stream(db, C2A))
     assert updates_sent(a2c) == direct["updates"]
 
 
@@ -214,21 +197,8 @@ def test_typescript_client_through_the_proxy_with_the_python_sdk_agent(
     chunks = [u for u in direct["updates"] if u["update"]["sessionUpdate"] == "agent_message_chunk"]
     assert [c["update"]["content"]["text"] for c in chunks] == [f"echo: {p}" for p in PROMPTS]
 
-    c = capture(db)
-    assert c["protocol_version"] == 1
-    assert json.loads(c["client_info"])["name"] == "ts-test-client"
-    assert json.loads(c["agent_info"])["name"] == "sdk-test-agent"
-    assert request_methods(db) == [
-        "initialize",
-        "session/new",
-        "session/prompt",
-        "session/request_permission",
-        "fs/read_text_file",
-        "session/prompt",
-        "session/request_permission",
-        "fs/read_text_file",
-    ]
-    assert_all_paired(db)
+    turn = ["session/prompt", "session/request_permission", "fs/read_text_file"]
+    assert_recorded(db, 1, "ts-test-client", "sdk-test-agent", [*TWO_TURNS[:2], *turn, *turn])
 
 
 async def test_python_sdk_client_through_the_proxy_with_the_typescript_agent(
@@ -247,19 +217,7 @@ async def test_python_sdk_client_through_the_proxy_with_the_typescript_agent(
     assert echoes == ["echo: hello", "echo: héllo wörld ✔"]
     assert updates[-1]["rawOutput"] == {"permission": "ok"}
 
-    c = capture(db)
-    assert c["protocol_version"] == 1
-    assert json.loads(c["client_info"])["name"] == "sdk-test-client"
-    assert json.loads(c["agent_info"])["name"] == "ts-test-agent"
-    assert request_methods(db) == [
-        "initialize",
-        "session/new",
-        "session/prompt",
-        "session/request_permission",
-        "session/prompt",
-        "session/request_permission",
-    ]
-    assert_all_paired(db)
+    assert_recorded(db, 1, "sdk-test-client", "ts-test-agent", TWO_TURNS)
 
 
 async def test_typescript_agent_tolerance_survives_the_proxy(tmp_path: Path, db: Path) -> None:
@@ -314,19 +272,9 @@ async def test_typescript_agent_tolerance_survives_the_proxy(tmp_path: Path, db:
             proc.kill()
             await proc.wait()
 
-    store = Store(db)
-    try:
-        c = store.capture(None)
-        assert store.stream_bytes(c["id"], Direction.CLIENT_TO_AGENT) == bytes(sent)
-        assert store.stream_bytes(c["id"], Direction.AGENT_TO_CLIENT) == bytes(received)
-    finally:
-        store.close()
-    rows = db_rows(
-        db,
-        "SELECT direction, kind, method, error_code FROM messages"
-        " WHERE capture_id = ? ORDER BY seq",
-        [c["id"]],
-    )
+    assert stream(db, C2A) == bytes(sent)
+    assert stream(db, A2C) == bytes(received)
+    rows = db_rows(db, "SELECT direction, kind, method, error_code FROM messages ORDER BY seq")
     assert rows == [
         ("c2a", "request", "initialize", None),
         ("a2c", "response", "initialize", None),

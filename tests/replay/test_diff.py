@@ -155,7 +155,8 @@ def _session(version: int, outcome: str, sid: str) -> list[object]:
 
 def test_permissions_and_initialize_are_compared() -> None:
     from acp_proxy.replay.compare import compare, summarise_run
-    from acp_proxy.replay.match import Mapper, parse_messages
+    from acp_proxy.replay.mapper import Mapper
+    from acp_proxy.replay.match import parse_messages
 
     a = summarise_run(parse_messages(_session(1, "selected", "s1")), detail=True)  # type: ignore[arg-type]
     mapper = Mapper()

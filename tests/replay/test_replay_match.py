@@ -7,9 +7,11 @@ from typing import Any
 
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.replay.agent import AgentStandIn, MatchMode
+from acp_proxy.replay.canonical import canonical, differences
 from acp_proxy.replay.client import ClientStandIn
 from acp_proxy.replay.compare import compare, parse_ignore, summarise_run
-from acp_proxy.replay.match import Mapper, canonical, differences, parse_messages
+from acp_proxy.replay.mapper import Mapper
+from acp_proxy.replay.match import parse_messages
 
 C, A = "c2a", "a2c"
 

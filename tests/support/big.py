@@ -1,44 +1,29 @@
-"""Big captures for the tests of streaming, progress and the HTML export: recorded through
-the proxy in front of ``bench/flood_agent.py`` (message chunks), and a process's peak
-memory read from /proc while it runs.
+"""Big captures for the tests of streaming, progress and the HTML export, and a command's
+peak memory: what ``bench/flood.py`` does for the benches, with a check that every frame
+was stored.
 
 No tests here; the test modules import it.
 """
 
 from __future__ import annotations
 
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 from support.paths import ROOT
-from support.proc import PROXY, db_rows, wait_recorded
+from support.proc import db_rows
+
+sys.path.append(str(ROOT / "bench"))
+import flood
+
+__all__ = ["peak_rss_kib", "record_flood"]
 
 
 def record_flood(db: Path, frames: int, size: int = 200) -> None:
-    agent = [sys.executable, str(ROOT / "bench" / "flood_agent.py"), "flood"]
-    subprocess.run(
-        [*PROXY, "record", "--db", str(db), "--", *agent, "--count", str(frames), "--size",
-         str(size)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=True, timeout=300,
-    )  # fmt: skip
-    wait_recorded(db)
+    flood.record_flood(db, frames, size, timeout=300)
     assert db_rows(db, "SELECT COUNT(*) FROM messages") == [(frames,)]
 
 
 def peak_rss_kib(args: list[str]) -> int:
-    """Run ``acp-proxy ARGS`` (stdout discarded); its peak resident set size (VmHWM)."""
-    proc = subprocess.Popen([*PROXY, *args], stdout=subprocess.DEVNULL, cwd=ROOT)
-    peak = 0
-    while proc.poll() is None:
-        try:
-            with open(f"/proc/{proc.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        peak = max(peak, int(line.split()[1]))
-        except OSError:
-            pass
-        time.sleep(0.02)
-    assert proc.returncode == 0
-    return peak
+    """The peak memory of ``acp-proxy ARGS`` run from the repository (this checkout's code)."""
+    return flood.peak_rss_kib(args, cwd=ROOT)
