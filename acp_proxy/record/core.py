@@ -22,17 +22,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.framing import DEFAULT_MAX_FRAME
-from acp_proxy.protocol.jsonrpc import Kind
 from acp_proxy.protocol.skim import SKIM_ABOVE
-from acp_proxy.record.derive import classify_frame, note_initialize, pair
+from acp_proxy.record.derive import frame_rows
 from acp_proxy.record.rows import (
     CaptureFields,
     EventRow,
-    FrameRow,
     GapRow,
-    ItemRow,
     MarkRow,
     OpenRow,
     Row,
@@ -49,18 +45,7 @@ from acp_proxy.record.wire import Flag, Record, Stream, Type
 
 __all__ = ["Core"]
 
-_DIRECTION: dict[int, Direction] = {
-    Stream.C2A: Direction.CLIENT_TO_AGENT,
-    Stream.A2C: Direction.AGENT_TO_CLIENT,
-}
 _DIR_TEXT = {Stream.C2A: "c2a", Stream.A2C: "a2c", Stream.STDERR: "stderr"}
-# looked up by plain int (no Enum call on the hot path)
-_DIRECTION_TEXT: dict[int, str] = {Stream.C2A: "c2a", Stream.A2C: "a2c"}
-_POSITION_COLUMN = {
-    Stream.C2A: "c2a_position",
-    Stream.A2C: "a2c_position",
-    Stream.STDERR: "stderr_position",
-}
 
 
 class Core:
@@ -147,15 +132,7 @@ class Core:
             if not cap.touched:
                 continue
             cap.touched = False
-            fields = {k: v for k, v in cap.fields.items() if not k.startswith("_")}
-            cap.fields = {k: v for k, v in cap.fields.items() if k.startswith("_")}
-            fields["message_count"] = cap.count
-            fields["rseq"] = cap.rseq
-            for s, st in cap.streams.items():
-                column = _POSITION_COLUMN.get(Stream(s))
-                if column is not None:
-                    fields[column] = st.committed
-            rows.append(CaptureFields(cap.uid, fields))
+            rows.append(CaptureFields(cap.uid, cap.progress()))
         return rows
 
     def oldest_needed(self) -> int | None:
@@ -194,17 +171,7 @@ class Core:
         found = self._lookup(number) if self._lookup is not None else None
         if found is None:
             return None
-        uid, state = found
-        cap = CaptureState(uid, state.started_ns)
-        cap.seq = state.next_seq
-        cap.count = state.message_count
-        cap.rseq = cap.skip_rseq = state.rseq
-        cap.closed = state.ended
-        for s, position in state.positions.items():
-            cap.streams[s] = StreamState(position)
-        for p in state.pending:
-            cap.pairing.request(Direction(p.direction), p.token, (p.seq, p.t_ns, p.method))
-        self._captures[number] = cap
+        cap = self._captures[number] = CaptureState.resumed(*found)
         return cap
 
     def _rel(self, cap: CaptureState, t_ns: int) -> int:
@@ -278,13 +245,13 @@ class Core:
         end = data.rfind(b"\n")  # the lines data[start:end] are complete
         if start <= end:
             pos = position + start
-            frame = self._frame
+            frame, rows = frame_rows, self._rows
             for line in data[start:end].split(b"\n"):
                 if len(line) > self._max:
                     self._hold(cap, s, st, line, pos, t)
                     self._flush(cap, s, st, (), t, terminated=True)
                 else:
-                    frame(cap, s, st, line, True, None, t, ())
+                    frame(cap, s, st, line, True, None, t, (), None, rows)
                 pos += len(line) + 1
             start = end + 1
         if start < len(data):
@@ -294,23 +261,8 @@ class Core:
         self, cap: CaptureState, s: int, st: StreamState, data: bytes, position: int, t: int
     ) -> None:
         """Keep part of an unfinished line; a line over ``max_frame`` is cut into pieces."""
-        if not data:
-            return
-        if not st.parts:
-            st.pending_start = position
-            st.pending_index = self._index
-        st.parts.append(data)
-        st.pending_len += len(data)
-        while st.pending_len > self._max:
-            joined = b"".join(st.parts)
-            piece, rest = joined[: self._max], joined[self._max :]
-            st.parts, st.pending_len = [], 0
-            self._frame(cap, s, st, piece, False, None, t, ("split",))
-            st.split = True
-            st.pending_start += len(piece)
-            st.pending_index = self._index
-            if rest:
-                st.parts, st.pending_len = [rest], len(rest)
+        for piece in st.hold(data, position, self._index, self._max):
+            frame_rows(cap, s, st, piece, False, None, t, ("split",), None, self._rows)
 
     def _flush(
         self,
@@ -335,10 +287,10 @@ class Core:
         if len(parts) > 1 and sum(map(len, parts)) >= SKIM_ABOVE:
             # a huge line stays in the pieces that brought it: joining them would hold it
             # twice, and the database takes it piece by piece
-            self._frame(cap, s, st, b"", terminated, None, t_abs, flags, parts)
+            frame_rows(cap, s, st, b"", terminated, None, t_abs, flags, parts, self._rows)
         else:
             raw = parts[0] if len(parts) == 1 else b"".join(parts)
-            self._frame(cap, s, st, raw, terminated, None, t_abs, flags)
+            frame_rows(cap, s, st, raw, terminated, None, t_abs, flags, None, self._rows)
         st.pending_start = st.position
 
     def _message(self, cap: CaptureState, rec: Record) -> None:
@@ -356,7 +308,8 @@ class Core:
         extra = ("split",) if flags & Flag.OVERSIZE else ()
         st.chunk_position = rec.position
         st.chunk_first_seq = None
-        self._frame(cap, s, st, rec.payload, bool(flags & Flag.TERMINATED), opcode, rec.t_ns, extra)
+        terminated = bool(flags & Flag.TERMINATED)
+        frame_rows(cap, s, st, rec.payload, terminated, opcode, rec.t_ns, extra, None, self._rows)
 
     def _stderr(self, cap: CaptureState, rec: Record) -> None:
         st = cap.stream(Stream.STDERR)
@@ -420,64 +373,4 @@ class Core:
             frames if isinstance(frames, int) else None,
             str(body.get("reason") or "not stored"),
             rec.t_ns,
-        )
-
-    # -- frames --------------------------------------------------------------------------
-
-    def _frame(
-        self,
-        cap: CaptureState,
-        s: int,
-        st: StreamState,
-        raw: bytes,
-        terminated: bool,
-        opcode: str | None,
-        t_abs: int,
-        extra: tuple[str, ...],
-        parts: list[bytes] | None = None,
-    ) -> None:
-        seq = cap.seq
-        cap.seq = seq + 1
-        cap.count += 1
-        if st.chunk_first_seq is None:
-            st.chunk_first_seq = seq
-        t = t_abs - cap.started_ns
-        direction = _DIRECTION[s]
-        info = classify_frame(raw, parts, opcode)
-        anomalies = info.anomalies
-        if extra or st.resumed or st.undelivered:
-            anomalies = [*anomalies, *extra]
-            if st.resumed:
-                anomalies.append("resumed")
-                st.resumed = False
-            if st.undelivered:
-                anomalies.append("undelivered")
-        request_seq = latency = None
-        if info.id is not None or info.kind != Kind.NOTIFICATION:
-            request_seq, latency = pair(cap, direction, seq, t, info, anomalies)
-        if info.items is not None:
-            for idx, item in enumerate(info.items):
-                rs, lat = pair(cap, direction, seq, t, item, anomalies)
-                self._rows.append(ItemRow(cap.uid, seq, idx, item, rs, lat))
-        if info.method == "initialize":  # a response's method is its request's, once paired
-            note_initialize(cap, direction, info, anomalies)
-        info.value = None  # the parsed message is not stored: let it go now, not at commit
-        if info.items is not None:
-            for item in info.items:
-                item.value = None
-        self._rows.append(
-            FrameRow(
-                cap.uid,
-                seq,
-                _DIRECTION_TEXT[s],
-                t,
-                raw,
-                terminated,
-                opcode,
-                info,
-                anomalies,
-                request_seq,
-                latency,
-                parts,
-            )
         )

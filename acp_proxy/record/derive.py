@@ -1,10 +1,11 @@
 """What a frame is, as the recorder stores it (pure).
 
-What belongs here: the classification of one frame (:func:`classify_frame`: the full one,
-or :func:`~acp_proxy.protocol.skim.skim` for a huge frame), its pairing with the request
-it answers (:func:`pair`, over :mod:`acp_proxy.protocol.pairing`), and what ``initialize``
-teaches about a capture (:func:`note_initialize`: the protocol version, both peers and their
-capabilities).
+What belongs here: a frame's rows (:func:`frame_rows`: it numbers the frame, classifies it
+— :func:`classify_frame`, the full classification or
+:func:`~acp_proxy.protocol.skim.skim` for a huge frame —, pairs it with the request it
+answers — :func:`pair`, over :mod:`acp_proxy.protocol.pairing` — and adds the recorder's
+own flags), and what ``initialize`` teaches about a capture (:func:`note_initialize`: the
+protocol version, both peers and their capabilities).
 """
 
 from __future__ import annotations
@@ -14,11 +15,82 @@ from typing import Any
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Info, Kind, classify
 from acp_proxy.protocol.skim import HEAD, SKIM_ABOVE, skim
-from acp_proxy.record.state import CaptureState, json_text
+from acp_proxy.record.rows import FrameRow, ItemRow, Row
+from acp_proxy.record.state import CaptureState, StreamState, json_text
+from acp_proxy.record.wire import Stream
 
-__all__ = ["classify_frame", "flag", "note_initialize", "pair"]
+__all__ = ["classify_frame", "flag", "frame_rows", "note_initialize", "pair"]
+
+_DIRECTION: dict[int, Direction] = {
+    Stream.C2A: Direction.CLIENT_TO_AGENT,
+    Stream.A2C: Direction.AGENT_TO_CLIENT,
+}
+# looked up by plain int (no Enum call on the hot path)
+_DIRECTION_TEXT: dict[int, str] = {Stream.C2A: "c2a", Stream.A2C: "a2c"}
 
 _MAX_U16 = 0xFFFF
+
+
+def frame_rows(
+    cap: CaptureState,
+    s: int,
+    st: StreamState,
+    raw: bytes,
+    terminated: bool,
+    opcode: str | None,
+    t_abs: int,
+    extra: tuple[str, ...],
+    parts: list[bytes] | None,
+    out: list[Row],
+) -> None:
+    """The rows of one frame of stream ``s`` (``raw``, or ``parts`` when it is held in
+    pieces), appended to ``out``: its batch entries, then the frame. ``extra``: flags the
+    recorder adds (``split``, ``truncated``...)."""
+    seq = cap.seq
+    cap.seq = seq + 1
+    cap.count += 1
+    if st.chunk_first_seq is None:
+        st.chunk_first_seq = seq
+    t = t_abs - cap.started_ns
+    direction = _DIRECTION[s]
+    info = classify_frame(raw, parts, opcode)
+    anomalies = info.anomalies
+    if extra or st.resumed or st.undelivered:
+        anomalies = [*anomalies, *extra]
+        if st.resumed:
+            anomalies.append("resumed")
+            st.resumed = False
+        if st.undelivered:
+            anomalies.append("undelivered")
+    request_seq = latency = None
+    if info.id is not None or info.kind != Kind.NOTIFICATION:
+        request_seq, latency = pair(cap, direction, seq, t, info, anomalies)
+    if info.items is not None:
+        for idx, item in enumerate(info.items):
+            rs, lat = pair(cap, direction, seq, t, item, anomalies)
+            out.append(ItemRow(cap.uid, seq, idx, item, rs, lat))
+    if info.method == "initialize":  # a response's method is its request's, once paired
+        note_initialize(cap, direction, info, anomalies)
+    info.value = None  # the parsed message is not stored: let it go now, not at commit
+    if info.items is not None:
+        for item in info.items:
+            item.value = None
+    out.append(
+        FrameRow(
+            cap.uid,
+            seq,
+            _DIRECTION_TEXT[s],
+            t,
+            raw,
+            terminated,
+            opcode,
+            info,
+            anomalies,
+            request_seq,
+            latency,
+            parts,
+        )
+    )
 
 
 def classify_frame(raw: bytes, parts: list[bytes] | None, opcode: str | None) -> Info:

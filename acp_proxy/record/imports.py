@@ -17,7 +17,8 @@ from pathlib import Path
 
 from acp_proxy.record import spill
 from acp_proxy.record.core import Core
-from acp_proxy.record.journal import JournalReader, segment_path
+from acp_proxy.record.follow import JournalReader
+from acp_proxy.record.journal import segment_path
 from acp_proxy.record.rows import FrameRow
 from acp_proxy.record.sqlite import Database
 from acp_proxy.store import liveness

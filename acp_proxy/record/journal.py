@@ -1,9 +1,10 @@
 """The journal: where a relay puts every byte before forwarding it.
 
 What belongs here: the files that carry records (:mod:`acp_proxy.record.wire`) from a
-relaying process to its recorder — writing them (:class:`JournalWriter`, in the relay) and
-following them (:class:`JournalReader`, in the recorder) — with the doorbell pipe that says
-"more was written" and, when it closes, "the relay is gone".
+relaying process to its recorder — their names and positions, and writing them
+(:class:`JournalWriter`, in the relay). Following them, with the doorbell pipe that says
+"more was written" and, when it closes, "the relay is gone", is
+:mod:`acp_proxy.record.follow` (in the recorder).
 
 A journal is a sequence of segment files next to the database,
 ``<db>.spill.<journal>.<n>.acp`` (mode 0600). The relay appends each record with one
@@ -25,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import select
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,14 +33,11 @@ from typing import Any
 import orjson
 
 from acp_proxy.record import spill
-from acp_proxy.record.wire import HEADER, HEADER_SIZE, Record, RecordReader, Stream, Type
+from acp_proxy.record.wire import HEADER, Stream, Type
 
-__all__ = ["JournalReader", "JournalWriter", "position", "segment_path"]
+__all__ = ["JournalWriter", "position", "segment_path", "split_position"]
 
 SEGMENT_BYTES = 64 * 1024 * 1024
-# What the recorder reads at a time: one transaction's worth. Larger batches save little
-# (a commit is cheap next to 10 000 inserts) and cost memory.
-READ_BYTES = 2 * 1024 * 1024
 _IOV_RECORDS = 500  # two buffers a record, under the kernel's 1024 per writev
 _SEQ_BITS = 40  # a position is (segment << 40) | offset: one integer, ordered
 
@@ -345,123 +342,3 @@ class JournalWriter:
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None
-
-
-class JournalReader:
-    """The recorder's end: records in order from ``start`` on, across segments; waits on
-    the doorbell ``bell`` (a pipe) for more, and ends once it is closed and read out."""
-
-    def __init__(self, db_path: Path, journal: str, bell: int | None, start: int = 0) -> None:
-        self.db_path = Path(db_path)
-        self.journal = journal
-        self._bell = bell
-        self.seq, offset = split_position(start)
-        self._f: Any = None
-        self._reader = RecordReader()
-        self.offset = offset  # where the next unread byte of the current segment is
-        self._bell_open = bell is not None
-        self.cut = 0
-
-    @property
-    def position(self) -> int:
-        return position(self.seq, self.offset - self._reader.pending)
-
-    @property
-    def bell_open(self) -> bool:
-        """Whether the writer may still write (its doorbell has not closed yet)."""
-        if self._bell_open:
-            self._wait(0)
-        return self._bell_open
-
-    def _open(self) -> bool:
-        if self._f is not None:
-            return True
-        path = segment_path(self.db_path, self.journal, self.seq)
-        try:
-            self._f = open(path, "rb")  # noqa: SIM115 - kept open across reads
-        except FileNotFoundError:
-            return False
-        self._f.seek(self.offset)
-        return True
-
-    def read(
-        self, max_bytes: int = READ_BYTES, timeout: float | None = None
-    ) -> list[tuple[int, Record]] | None:
-        """The next records with their positions; ``[]`` when nothing came within
-        ``timeout``; None once the writer is gone and everything was read."""
-        while True:
-            out = self._read_some(max_bytes)
-            if out:
-                return out
-            if not self._bell_open:
-                return None  # the writer is gone and the journal is read to its end
-            if not self._wait(timeout):
-                return []
-
-    def _read_some(self, max_bytes: int) -> list[tuple[int, Record]]:
-        """Whole records from what is there now; [] only when nothing more is there (a
-        long record is read on until it is whole or the file ends)."""
-        while True:
-            if not self._open():
-                return []
-            out = self._read_once(max_bytes)
-            if out is None:
-                return []
-            if out:
-                return out
-
-    def _read_once(self, max_bytes: int) -> list[tuple[int, Record]] | None:
-        data = self._f.read(max_bytes)
-        if not data:
-            return None
-        base = self.offset - self._reader.pending
-        self.offset += len(data)
-        out: list[tuple[int, Record]] = []
-        pos = base
-        for r in self._reader.feed(data):
-            if r.type == Type.NEXT:
-                self._next_segment(r.position)
-                return out
-            out.append((position(self.seq, pos), r))
-            pos += HEADER_SIZE + len(r.payload)
-        return out
-
-    def _next_segment(self, seq: int) -> None:
-        self._f.close()
-        self._f = None
-        self._reader = RecordReader()
-        self.seq, self.offset = seq, 0
-
-    def _wait(self, timeout: float | None) -> bool:
-        """Wait for the doorbell; False on timeout. A closed doorbell ends the input."""
-        assert self._bell is not None
-        ready, _, _ = select.select([self._bell], [], [], timeout)
-        if not ready:
-            return False
-        try:
-            rang = os.read(self._bell, 65536)
-        except OSError:
-            rang = b""
-        if not rang:
-            self._bell_open = False
-        return True
-
-    def finish(self) -> int:
-        """At the end: bytes of an incomplete last record (a journal cut short)."""
-        self.cut = self._reader.cut()
-        return self.cut
-
-    def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
-            self._f = None
-
-    def remove_before(self, pos: int) -> None:
-        """Delete the segments wholly before ``pos`` (their rows are committed)."""
-        seq, _ = split_position(pos)
-        for old in range(seq - 1, -1, -1):
-            path = segment_path(self.db_path, self.journal, old)
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                break

@@ -1,7 +1,7 @@
 """A recorder: a relay's journal into the database, whatever happens.
 
 What belongs here: :class:`Recorder`, which follows a relay's journal
-(:class:`~acp_proxy.record.journal.JournalReader`), turns its records into rows with the
+(:class:`~acp_proxy.record.follow.JournalReader`), turns its records into rows with the
 pure :class:`~acp_proxy.record.core.Core`, and commits them with how far the journal has
 been read (:class:`~acp_proxy.record.sqlite.Database`), each batch written on a thread
 (:class:`~acp_proxy.record.committer.Committer`) while the next one is made. The journal
@@ -28,8 +28,9 @@ from acp_proxy.protocol.jsonrpc import Info, Kind
 from acp_proxy.record import spill
 from acp_proxy.record.committer import Committer
 from acp_proxy.record.core import Core
+from acp_proxy.record.follow import JournalReader
 from acp_proxy.record.imports import import_spills
-from acp_proxy.record.journal import JournalReader, segment_path
+from acp_proxy.record.journal import segment_path
 from acp_proxy.record.rows import FrameRow, Row
 from acp_proxy.record.sqlite import Database
 from acp_proxy.record.state import Resume

@@ -15,7 +15,9 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.pairing import Pairing
+from acp_proxy.record.wire import Stream
 
 __all__ = [
     "RELAY_COLUMNS",
@@ -63,6 +65,12 @@ class Resume:
     ended: bool = False
 
 
+_POSITION_COLUMN: dict[int, str] = {
+    Stream.C2A: "c2a_position",
+    Stream.A2C: "a2c_position",
+    Stream.STDERR: "stderr_position",
+}
+
 # A capture of this journal by its number: its uid and where the database stands.
 Lookup = Callable[[int], tuple[str, Resume] | None]
 
@@ -96,6 +104,30 @@ class StreamState:
         self.ended = False
         self.chunk_first_seq: int | None = None
         self.chunk_position = -1
+
+    def hold(self, data: bytes, position: int, index: int, limit: int) -> list[bytes]:
+        """Keep ``data`` (at ``position``, from input ``index``) as part of the unfinished
+        line; what goes over ``limit`` is cut off in pieces of ``limit`` bytes, returned in
+        order, each to become a frame flagged ``split``."""
+        if not data:
+            return []
+        if not self.parts:
+            self.pending_start = position
+            self.pending_index = index
+        self.parts.append(data)
+        self.pending_len += len(data)
+        pieces = []
+        while self.pending_len > limit:
+            joined = b"".join(self.parts)
+            piece, rest = joined[:limit], joined[limit:]
+            self.parts, self.pending_len = [], 0
+            pieces.append(piece)
+            self.split = True
+            self.pending_start += len(piece)
+            self.pending_index = index
+            if rest:
+                self.parts, self.pending_len = [rest], len(rest)
+        return pieces
 
     @property
     def committed(self) -> int:
@@ -132,6 +164,33 @@ class CaptureState:
         self.touched = False
         self.closed = False
         self.last_t = started_ns
+
+    @classmethod
+    def resumed(cls, uid: str, state: Resume) -> CaptureState:
+        """A capture the database already holds, carried on from where it stands."""
+        cap = cls(uid, state.started_ns)
+        cap.seq = state.next_seq
+        cap.count = state.message_count
+        cap.rseq = cap.skip_rseq = state.rseq
+        cap.closed = state.ended
+        for s, position in state.positions.items():
+            cap.streams[s] = StreamState(position)
+        for p in state.pending:
+            cap.pairing.request(Direction(p.direction), p.token, (p.seq, p.t_ns, p.method))
+        return cap
+
+    def progress(self) -> dict[str, Any]:
+        """The capture columns to write now: fields set since the last call (the private
+        ``_`` ones stay), the frame count and how far each stream is in frames."""
+        fields = {k: v for k, v in self.fields.items() if not k.startswith("_")}
+        self.fields = {k: v for k, v in self.fields.items() if k.startswith("_")}
+        fields["message_count"] = self.count
+        fields["rseq"] = self.rseq
+        for s, st in self.streams.items():
+            column = _POSITION_COLUMN.get(s)
+            if column is not None:
+                fields[column] = st.committed
+        return fields
 
     def stream(self, s: int) -> StreamState:
         st = self.streams.get(s)
