@@ -389,8 +389,9 @@ def listener_options(too_big: str) -> Callable[[F], F]:
                      "stops (backpressure)."),
         click.option("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS,
                      show_default=True, help="Connections relayed at once (each one an "
-                     "upstream connection or an agent process); more are refused with HTTP "
-                     "503."),
+                     "upstream connection or an agent process; an HTTP/2 connection counts "
+                     "once more for each stream beyond the first at once); more are refused "
+                     "with HTTP 503."),
         click.option("--max-in-flight", type=int, default=DEFAULT_MAX_IN_FLIGHT,
                      show_default=True, metavar="BYTES", help="Memory budget for messages in "
                      "flight: each connection commits 2 × --max-size, and one that would "

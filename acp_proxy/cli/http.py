@@ -34,6 +34,15 @@ __all__ = ["http"]
     metavar="URL",
     help="The agent's endpoint, http:// or https:// (e.g. http://host:8000/acp).",
 )
+@click.option(
+    "--upstream-http2",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="HTTP/2 (cleartext, prior knowledge) to an http:// upstream: auto: for the clients "
+    "that speak it with prior knowledge, HTTP/1.1 for the others; always; never. An https:// "
+    "upstream is spoken to in HTTP/1.1.",
+)
 @token_option
 @allow_origin_option("requests")
 @listener_options("a larger request body: HTTP 413")
@@ -41,6 +50,7 @@ __all__ = ["http"]
 def http(
     db: Path | None,
     upstream: str | None,
+    upstream_http2: str,
     token: str | None,
     allow_origins: tuple[str, ...],
     listen: str,
@@ -60,13 +70,16 @@ def http(
 
     POSTs, event-stream GETs and DELETEs are relayed as they come (headers such as
     Acp-Connection-Id, Acp-Session-Id and cookies included); each ACP connection is one
-    capture. WebSocket upgrades on the same port go to the agent's WebSocket endpoint, as
-    with acp-proxy ws.
+    capture. Clients may speak HTTP/1.1 or HTTP/2 (h2c: with prior knowledge, or by
+    Upgrade: h2c). WebSocket upgrades on the same port go to the agent's WebSocket
+    endpoint, as with acp-proxy ws.
     """
     if upstream is None:
         raise UsageError("give --upstream URL, the agent's endpoint (e.g. http://host:8000/acp)")
     if not upstream.lower().startswith(("http://", "https://")):
         raise UsageError(f"--upstream wants an http:// or https:// URL, not {upstream!r}")
+    if upstream_http2 == "always" and upstream.lower().startswith("https://"):
+        raise UsageError("--upstream-http2 always needs an http:// upstream (h2c)")
     host, port = parse_listen_option(listen)
     check_token(token)
     settings = listener_settings(max_size, max_queue, None, max_connections, max_in_flight)
@@ -81,6 +94,7 @@ def http(
         label=label,
         max_connections=max_connections,
         max_in_flight=max_in_flight,
+        upstream_http2=upstream_http2,
     )
     tune_relay_process()
     from acp_proxy.relay.http import serve
