@@ -74,7 +74,11 @@ class H1ClientConnection(ClientConnection):
         h1 = H1Request(leg, request)
         await h1.read_body(0)  # nothing: the request ends here
         upgrade = [(b"Connection", b"Upgrade"), (b"Upgrade", b"h2c")]
-        await leg.send(h11.InformationalResponse(status_code=101, headers=upgrade))
+        await leg.send(
+            h11.InformationalResponse(
+                status_code=101, headers=upgrade, reason=b"Switching Protocols"
+            )
+        )
         transport, rest = leg.hand_over()
         h2 = H2ClientConnection(self.front, prior_knowledge=False)
         h2.held, self.held = self.held, 0
