@@ -306,3 +306,21 @@ async def test_stopping_the_listener_mid_stream_over_h2(db: Path) -> None:
     end = next(d for k, d in events(db, 1) if k == "stream_end")
     assert (end["how"], end["by"], end["messages"]) == ("shutdown", "proxy", [0])
     assert rows(db, "SELECT COUNT(ended_at) FROM captures") == [(1,)]
+
+
+async def test_a_stream_the_upstream_did_not_take_is_sent_again(db: Path) -> None:
+    def reply(headers: Any, body: bytes) -> list[tuple[Any, ...]]:
+        if len(up.requests) == 2:  # the second request: GOAWAY, as a server going down does
+            return [("goaway",)]
+        return [("head", 202, []), ("end",)]
+
+    async with h2_upstream(reply) as up, running_http_proxy(db, up.url) as proxy:
+        client = await H2Client.connect(proxy.url)
+        try:
+            answers = [await client.exchange(b"POST", b"/acp", [], b"{}") for _ in range(3)]
+        finally:
+            await client.close()
+    assert [a.status for a in answers] == [202, 202, 202]
+    assert len(up.requests) == 4  # the refused one, sent again on a new connection
+    assert len(up.clients) == 2
+    assert rows(db, "SELECT COUNT(*) FROM messages") == [(3,)]

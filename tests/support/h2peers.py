@@ -150,7 +150,8 @@ async def h2_upstream(reply: Callable[[Raw, bytes], list[Action]]) -> AsyncItera
     """An HTTP/2 server (prior knowledge). ``reply(headers, body)`` gives its actions:
     ``("head", status, headers)``, ``("data", bytes)``, ``("flood", n)`` (``n`` bytes of
     ``data: x…`` events, as fast as the window allows), ``("end",)``, ``("reset", code)``,
-    ``("hold",)`` (keep the stream open)."""
+    ``("hold",)`` (keep the stream open), ``("goaway",)`` (refuse this stream: a GOAWAY
+    naming the one before, and the connection closed)."""
     up = H2Upstream()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -176,6 +177,11 @@ async def h2_upstream(reply: Callable[[Raw, bytes], list[Action]]) -> AsyncItera
                     conn.end_stream(sid)
                 elif action[0] == "reset":
                     conn.reset_stream(sid, action[1])
+                elif action[0] == "goaway":  # the stream not taken; the connection closed
+                    conn.close_connection(last_stream_id=sid - 2)
+                    writer.write(conn.data_to_send())
+                    writer.close()
+                    return
                 writer.write(conn.data_to_send())
                 await writer.drain()
                 await asyncio.sleep(0.01)

@@ -188,20 +188,26 @@ class Upstreams:
         ]
         lengths = get_all(client_headers, b"content-length")
         headers += [(b"content-length", lengths[0])] if lengths else _length(client_headers, body)
-        for _attempt in (0, 1):
+        for attempt in (0, 1):
             up, reused = await self._h2_connection()
+            stream: H2Stream | None = None
             try:
                 stream = await up.request(headers, body)
-                break
+                return await self._h2_head(up, stream, informational)
             except (OSError, StreamGone):
-                if not reused:
+                if stream is not None:
+                    up.done(stream, whole=False)
+                # sent again only when the upstream did not take it: a connection it had
+                # closed meanwhile, or a stream it refused (GOAWAY, REFUSED_STREAM)
+                untaken = (reused and stream is None) or (stream is not None and stream.refused)
+                if attempt or not untaken:
                     raise
                 up.goaway = True  # not to be used again
-        try:
-            return await self._h2_head(up, stream, informational)
-        except BaseException:
-            up.done(stream, whole=False)
-            raise
+            except BaseException:
+                if stream is not None:
+                    up.done(stream, whole=False)
+                raise
+        raise AssertionError("unreachable")
 
     async def _h2_connection(self) -> tuple[H2Upstream, bool]:
         """The HTTP/2 connection, opened if need be; and whether it was reused."""

@@ -3,7 +3,8 @@ recording).
 
 What belongs here: :class:`H2Side`, one ``h2`` connection and the socket it writes to:
 sending a body under HTTP/2 flow control, and taking back the receive window of what was
-relayed; :class:`H2Stream`, what one stream received (header blocks, body pieces, its end
+relayed; :class:`H2Protocol`, the asyncio protocol both legs are (bytes in, events out);
+:class:`H2Stream`, what one stream received (header blocks, body pieces, its end
 or reset); :data:`PREFACE`, the bytes that open an HTTP/2 connection with prior knowledge.
 
 Bounded memory, both ways:
@@ -21,9 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
+import h2.config
 import h2.connection
 import h2.errors
 import h2.events
@@ -31,9 +34,11 @@ import h2.exceptions
 import h2.settings
 
 __all__ = [
+    "MAX_HEADERS",
     "MAX_STREAMS",
     "PREFACE",
     "STREAM_WINDOW",
+    "H2Protocol",
     "H2Side",
     "H2Stream",
     "StreamGone",
@@ -44,6 +49,7 @@ PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 MAX_STREAMS = 100  # streams open at once on a connection, each way
 STREAM_WINDOW = 65535  # HTTP/2's initial window: bytes a stream may have unconsumed
 CONNECTION_WINDOW = MAX_STREAMS * STREAM_WINDOW
+MAX_HEADERS = 64 * 1024  # the largest header list taken, as HTTP/1.1's head limit
 
 Raw = list[tuple[bytes, bytes]]
 
@@ -71,6 +77,7 @@ class H2Stream:
         self.window = asyncio.Event()  # set when our send window may have grown
         self.cut: str | None = None  # why the stream is gone (a reset, the connection lost)
         self.dead = asyncio.Event()  # set with ``cut``
+        self.refused = False  # cut before the peer took it: it may be sent again
         self.ended = False  # the peer ended its side
 
     def push(self, *item: Any) -> None:
@@ -127,7 +134,8 @@ class H2Side:
         if isinstance(event, h2.events.DataReceived) and stream is not None:
             stream.push("data", event.data, event.flow_controlled_length)
         elif isinstance(event, h2.events.DataReceived):  # a stream we let go: its window back
-            self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            with contextlib.suppress(h2.exceptions.ProtocolError):
+                self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
         elif isinstance(event, h2.events.TrailersReceived) and stream is not None:
             stream.ended = True
             stream.push("end", list(event.headers))
@@ -136,6 +144,7 @@ class H2Side:
                 stream.ended = True
                 stream.push("end", [])
         elif isinstance(event, h2.events.StreamReset) and stream is not None:
+            stream.refused = event.error_code == h2.errors.ErrorCodes.REFUSED_STREAM
             stream.gone(f"stream reset ({error_name(event.error_code)})")
         elif isinstance(event, (h2.events.WindowUpdated, h2.events.RemoteSettingsChanged)):
             targets = [stream] if stream is not None else list(self.streams.values())
@@ -158,14 +167,17 @@ class H2Side:
             self._check(stream)
             try:
                 window = self.conn.local_flow_control_window(stream.id)
-            except h2.exceptions.StreamClosedError as e:
+            except h2.exceptions.ProtocolError as e:
                 raise StreamGone("stream closed") from e
             size = min(window, self.conn.max_outbound_frame_size, len(view))
             if size <= 0:
                 stream.window.clear()
                 await stream.window.wait()
                 continue
-            self.conn.send_data(stream.id, view[:size].tobytes())
+            try:
+                self.conn.send_data(stream.id, view[:size].tobytes())
+            except h2.exceptions.ProtocolError as e:
+                raise StreamGone("stream closed") from e
             view = view[size:]
             self.flush()
             await self.writable.wait()
@@ -180,7 +192,7 @@ class H2Side:
         self._check(stream)
         try:
             self.conn.send_headers(stream.id, headers, end_stream=end)
-        except h2.exceptions.StreamClosedError as e:
+        except h2.exceptions.ProtocolError as e:
             raise StreamGone("stream closed") from e
         self.flush()
 
@@ -191,14 +203,15 @@ class H2Side:
                 self.conn.send_headers(stream.id, trailers, end_stream=True)
             else:
                 self.conn.end_stream(stream.id)
-        except h2.exceptions.StreamClosedError as e:
+        except h2.exceptions.ProtocolError as e:
             raise StreamGone("stream closed") from e
         self.flush()
 
     def consumed(self, stream: H2Stream, size: int) -> None:
         """``size`` flow-controlled bytes of ``stream`` were relayed: the peer may send more."""
         if self.lost is None and size:
-            self.conn.acknowledge_received_data(size, stream.id)
+            with contextlib.suppress(h2.exceptions.ProtocolError):
+                self.conn.acknowledge_received_data(size, stream.id)
             self.flush()
 
     def reset(self, stream: H2Stream, code: int = h2.errors.ErrorCodes.CANCEL) -> None:
@@ -208,7 +221,7 @@ class H2Side:
         if self.lost is None:
             try:
                 self.conn.reset_stream(stream.id, error_code=code)
-            except h2.exceptions.StreamClosedError:
+            except h2.exceptions.ProtocolError:  # closed already (or the connection)
                 return
             self.flush()
 
@@ -218,5 +231,60 @@ class H2Side:
         unread = sum(item[2] for item in stream.items if item[0] == "data")
         stream.items.clear()
         if unread and self.lost is None:
-            self.conn.acknowledge_received_data(unread, stream.id)
+            with contextlib.suppress(h2.exceptions.ProtocolError):
+                self.conn.acknowledge_received_data(unread, stream.id)
             self.flush()
+
+
+class H2Protocol(asyncio.Protocol):
+    """An HTTP/2 connection as an asyncio protocol: what it reads goes through ``h2``, each
+    event to :meth:`event`; writing waits while the socket does not take more."""
+
+    def __init__(self, *, client_side: bool) -> None:
+        config = h2.config.H2Configuration(client_side=client_side, header_encoding=None)
+        self.side = H2Side(h2.connection.H2Connection(config=config), self._write)
+        self.transport: asyncio.Transport | None = None
+
+    def _write(self, data: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
+
+    def begin(self, upgrade_settings: bytes | None = None) -> None:
+        """Our preface and settings (after an ``Upgrade: h2c``: with the client's)."""
+        conn = self.side.conn
+        conn.local_settings.max_header_list_size = MAX_HEADERS
+        if upgrade_settings is not None:
+            conn.initiate_upgrade_connection(upgrade_settings)
+        else:
+            conn.initiate_connection()
+        conn.update_settings(self.side.settings())
+        self.side.open_windows()
+        self.side.flush()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            events = self.side.conn.receive_data(data)
+        except h2.exceptions.ProtocolError as e:
+            self.side.flush()  # h2 wrote a GOAWAY saying why
+            self.lose(f"HTTP/2 protocol error: {e}")
+            if self.transport is not None:
+                self.transport.close()
+            return
+        for event in events:
+            self.event(event)
+        self.side.flush()
+
+    def event(self, event: Any) -> None:
+        self.side.handle(event)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lose(f"{type(exc).__name__}: {exc}" if exc else "the peer closed the connection")
+
+    def lose(self, reason: str) -> None:
+        self.side.connection_gone(reason)
+
+    def pause_writing(self) -> None:
+        self.side.writable.clear()
+
+    def resume_writing(self) -> None:
+        self.side.writable.set()

@@ -17,15 +17,11 @@ import http
 from collections.abc import Callable
 from typing import Any
 
-import h2.config
-import h2.connection
 import h2.errors
 import h2.events
-import h2.exceptions
 
 from acp_proxy.transports.http.common import ClientGone, peer_of
-from acp_proxy.transports.http.h2base import H2Side, H2Stream, StreamGone
-from acp_proxy.transports.http.legs import MAX_HEAD
+from acp_proxy.transports.http.h2base import H2Protocol, H2Stream, StreamGone
 
 __all__ = ["H2ClientLeg", "H2Request", "reason_of"]
 
@@ -41,23 +37,15 @@ def reason_of(status: int) -> bytes:
         return b""
 
 
-class H2ClientLeg(asyncio.Protocol):
+class H2ClientLeg(H2Protocol):
     """A client's HTTP/2 connection. ``start`` takes the transport over with the bytes read
     so far (the preface, or what followed an upgrade)."""
 
     def __init__(self, on_request: OnRequest) -> None:
-        config = h2.config.H2Configuration(
-            client_side=False, header_encoding=None, validate_inbound_headers=True
-        )
-        self.side = H2Side(h2.connection.H2Connection(config=config), self._write)
+        super().__init__(client_side=False)
         self.on_request = on_request
-        self.transport: asyncio.Transport | None = None
         self.closed = asyncio.Event()
         self.peer = "?"
-
-    def _write(self, data: bytes) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(data)
 
     def start(
         self,
@@ -69,15 +57,7 @@ class H2ClientLeg(asyncio.Protocol):
         request that asked for ``h2c``, and that request, now stream 1."""
         self.transport = transport
         self.peer = peer_of(transport)
-        conn = self.side.conn
-        conn.local_settings.max_header_list_size = MAX_HEAD
-        if upgrade is not None:
-            conn.initiate_upgrade_connection(upgrade[0])
-        else:
-            conn.initiate_connection()
-        conn.update_settings(self.side.settings())
-        self.side.open_windows()
-        self.side.flush()
+        self.begin(upgrade[0] if upgrade is not None else None)
         transport.set_protocol(self)
         transport.resume_reading()
         if upgrade is not None:
@@ -87,45 +67,18 @@ class H2ClientLeg(asyncio.Protocol):
         if received:
             self.data_received(received)
 
-    # -- asyncio callbacks ----------------------------------------------------------------
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            events = self.side.conn.receive_data(data)
-        except h2.exceptions.ProtocolError as e:
-            self.side.flush()  # h2 wrote a GOAWAY saying why
-            self._lose(f"HTTP/2 protocol error: {e}")
-            if self.transport is not None:
-                self.transport.close()
-            return
-        for event in events:
-            self._event(event)
-        self.side.flush()
-
-    def _event(self, event: Any) -> None:
-        side = self.side
+    def event(self, event: Any) -> None:
         if isinstance(event, h2.events.RequestReceived):
             stream = H2Stream(event.stream_id)
-            side.streams[event.stream_id] = stream
+            self.side.streams[event.stream_id] = stream
             self.on_request(H2Request(self, stream, list(event.headers)))
-        elif isinstance(event, h2.events.ConnectionTerminated):
-            # the client is done: no new streams; those it began may finish
-            pass
-        else:
-            side.handle(event)
+        elif not isinstance(event, h2.events.ConnectionTerminated):
+            # (a GOAWAY from the client: no new streams; those it began may finish)
+            self.side.handle(event)
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._lose("the client closed the connection")
-
-    def _lose(self, reason: str) -> None:
-        self.side.connection_gone(reason)
+    def lose(self, reason: str) -> None:
+        super().lose(reason)
         self.closed.set()
-
-    def pause_writing(self) -> None:
-        self.side.writable.clear()
-
-    def resume_writing(self) -> None:
-        self.side.writable.set()
 
     def close(self) -> None:
         """End the connection (GOAWAY, then close)."""
@@ -223,9 +176,7 @@ class H2Request:
             side.end_stream(self.stream, _lower(trailers))
         except StreamGone as e:
             raise ClientGone(str(e)) from e
-        if not self.stream.ended:  # answered before the request was whole: no more of it
-            side.reset(self.stream, h2.errors.ErrorCodes.NO_ERROR)
-        side.forget(self.stream)
+        side.forget(self.stream)  # the rest of a body not read is taken and dropped
 
     def abort(self, code: int = h2.errors.ErrorCodes.INTERNAL_ERROR) -> None:
         """Cut the stream, so the client sees its answer cut short as we did."""

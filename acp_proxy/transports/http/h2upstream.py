@@ -12,24 +12,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import h2.config
-import h2.connection
 import h2.events
-import h2.exceptions
 
-from acp_proxy.transports.http.h2base import H2Side, H2Stream, error_name
-from acp_proxy.transports.http.legs import MAX_HEAD
+from acp_proxy.transports.http.h2base import H2Protocol, H2Stream, error_name
 
 __all__ = ["H2Upstream"]
 
 Raw = list[tuple[bytes, bytes]]
 
 
-class H2Upstream(asyncio.Protocol):
+class H2Upstream(H2Protocol):
     def __init__(self) -> None:
-        config = h2.config.H2Configuration(client_side=True, header_encoding=None)
-        self.side = H2Side(h2.connection.H2Connection(config=config), self._write)
-        self.transport: asyncio.Transport | None = None
+        super().__init__(client_side=True)
         self.goaway = False
         self._slot = asyncio.Event()  # set when a stream ends: one may be opened
 
@@ -40,67 +34,38 @@ class H2Upstream(asyncio.Protocol):
             _transport, up = await loop.create_connection(cls, host, port)
         return up
 
-    def _write(self, data: bytes) -> None:
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.write(data)
-
-    # -- asyncio callbacks ----------------------------------------------------------------
-
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        conn = self.side.conn
-        conn.local_settings.max_header_list_size = MAX_HEAD
-        conn.initiate_connection()
-        conn.update_settings(self.side.settings())
-        self.side.open_windows()
-        self.side.flush()
+        self.begin()
 
-    def data_received(self, data: bytes) -> None:
-        try:
-            events = self.side.conn.receive_data(data)
-        except h2.exceptions.ProtocolError as e:
-            self.side.flush()
-            self._lose(f"HTTP/2 protocol error from the upstream: {e}")
-            self.close()
-            return
-        for event in events:
-            self._event(event)
-        self.side.flush()
-
-    def _event(self, event: Any) -> None:
+    def event(self, event: Any) -> None:
         side = self.side
         stream = side.streams.get(getattr(event, "stream_id", 0) or 0)
         if isinstance(event, (h2.events.ResponseReceived, h2.events.InformationalResponseReceived)):
             if stream is not None:
                 stream.push("head", list(event.headers))
         elif isinstance(event, h2.events.ConnectionTerminated):
-            self.goaway = True
-            reason = (
-                f"the upstream ended the connection (GOAWAY {error_name(event.error_code or 0)})"
-            )
-            last = event.last_stream_id or 0
-            for s in list(side.streams.values()):
-                if s.id > last or event.error_code:
-                    s.gone(reason)
+            self._goaway(event)
         else:
             side.handle(event)
             if isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
                 self._slot.set()
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        reason = f"{type(exc).__name__}: {exc}" if exc else "the upstream closed the connection"
-        self._lose(reason)
+    def _goaway(self, event: h2.events.ConnectionTerminated) -> None:
+        self.goaway = True
+        reason = f"the upstream ended the connection (GOAWAY {error_name(event.error_code or 0)})"
+        last = event.last_stream_id or 0
+        for s in list(self.side.streams.values()):
+            if s.id > last:  # not taken: it may be sent again
+                s.refused = True
+                s.gone(reason)
+            elif event.error_code:
+                s.gone(reason)
 
-    def _lose(self, reason: str) -> None:
-        self.side.connection_gone(reason)
+    def lose(self, reason: str) -> None:
+        super().lose(reason)
         self._slot.set()
-
-    def pause_writing(self) -> None:
-        self.side.writable.clear()
-
-    def resume_writing(self) -> None:
-        self.side.writable.set()
 
     # -- for the relay --------------------------------------------------------------------
 
