@@ -13,14 +13,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from acp import PROTOCOL_VERSION, connect_to_agent, text_block
-from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
 from acp.ws import create_websocket_stream
-from support.http import http_session, running_http_proxy, sdk_http_server
+from support.http import Transcript, http_session, running_http_proxy, sdk_http_server, sdk_session
 from support.replay import replay_agent_cmd
-from support.sdk import RecordingClient
-
-Transcript = tuple[list[dict[str, object]], list[str]]
 
 
 @pytest.fixture(scope="module")
@@ -89,44 +84,11 @@ async def test_the_sdk_default_client_and_websocket_on_the_same_port(
     db, work, seen = recorded
     async for server in _listen(db, "--keep-serving"):
         # the SDK's own client, as it makes itself (httpx, HTTP/2 allowed)
-        client = RecordingClient()
-        transport = create_http_stream(server.http_url)
-        conn = connect_to_agent(client, transport)
-        try:
-            await conn.initialize(
-                protocol_version=PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(
-                    fs=FileSystemCapabilities(read_text_file=True)
-                ),
-                client_info=Implementation(name="sdk-http-client", version="0.1.0"),
-            )
-            session = await conn.new_session(cwd=str(work), mcp_servers=[])
-            stops = []
-            for text in ("hello", "héllo wörld ✔"):
-                r = await conn.prompt(session_id=session.session_id, prompt=[text_block(text)])
-                stops.append(r.stop_reason)
-        finally:
-            await conn.close()
-            await transport.close()
-        assert (client.updates, stops) == seen
+        assert await sdk_session(create_http_stream(server.http_url), work) == seen
         # then a WebSocket client on the same port and path, from the start again
-        ws_client = RecordingClient()
         ws = await create_websocket_stream(server.ws_url)
-        conn = connect_to_agent(ws_client, ws)
-        try:
-            await conn.initialize(
-                protocol_version=PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(
-                    fs=FileSystemCapabilities(read_text_file=True)
-                ),
-                client_info=Implementation(name="sdk-http-client", version="0.1.0"),
-            )
-            session = await conn.new_session(cwd=str(work), mcp_servers=[])
-            r = await conn.prompt(session_id=session.session_id, prompt=[text_block("hello")])
-            assert r.stop_reason == "end_turn"
-        finally:
-            await conn.close()
-            await ws.close()
+        updates, stops = await sdk_session(ws, work, ("hello",))
+        assert stops == ["end_turn"] and updates == seen[0][: len(updates)]
         server.proc.terminate()
         _code, stderr = await server.result()
     assert stderr.count("client connected") == 2

@@ -156,16 +156,15 @@ class TeeTransport(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-async def http_session(
-    url: str, cwd: Path, tee: TeeTransport | None = None, *, http2: bool = False
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """One SDK client session over Streamable HTTP: initialize, a session, two prompts
-    (each with a tool call, a permission request and a file read); ``http2``: the client
-    speaks HTTP/2 with prior knowledge (h2c)."""
+Transcript = tuple[list[dict[str, Any]], list[str]]
+PROMPTS = ("hello", "héllo wörld ✔")
+
+
+async def sdk_session(transport: Any, cwd: Path, prompts: tuple[str, ...] = PROMPTS) -> Transcript:
+    """One SDK client session on ``transport`` (any of the SDK's): initialize, a session,
+    the prompts (each with a tool call, a permission request and a file read); the updates
+    the client saw and the stop reasons. The transport is closed at the end."""
     client = RecordingClient()
-    tee = tee or TeeTransport(http2=http2)
-    http = httpx.AsyncClient(transport=tee, timeout=httpx.Timeout(30.0))
-    transport = create_http_stream(url, client=http)
     conn = connect_to_agent(client, transport)
     try:
         await conn.initialize(
@@ -175,14 +174,26 @@ async def http_session(
         )
         session = await conn.new_session(cwd=str(cwd), mcp_servers=[])
         stops = []
-        for text in ("hello", "héllo wörld ✔"):
+        for text in prompts:
             r = await conn.prompt(session_id=session.session_id, prompt=[text_block(text)])
             stops.append(r.stop_reason)
     finally:
         await conn.close()
         await transport.close()
-        await http.aclose()
     return client.updates, stops
+
+
+async def http_session(
+    url: str, cwd: Path, tee: TeeTransport | None = None, *, http2: bool = False
+) -> Transcript:
+    """:func:`sdk_session` over Streamable HTTP, every byte the client received kept in
+    ``tee``; ``http2``: the client speaks HTTP/2 with prior knowledge (h2c)."""
+    tee = tee or TeeTransport(http2=http2)
+    http = httpx.AsyncClient(transport=tee, timeout=httpx.Timeout(30.0))
+    try:
+        return await sdk_session(create_http_stream(url, client=http), cwd)
+    finally:
+        await http.aclose()
 
 
 def check_sdk_capture(db: Path, capture: int) -> None:
