@@ -19,6 +19,7 @@ from support.h2peers import H2Client, h2_upstream
 from support.http import (
     TeeTransport,
     check_sdk_capture,
+    chunked,
     http_session,
     raw_upstream,
     rebuild_stream,
@@ -324,3 +325,42 @@ async def test_a_stream_the_upstream_did_not_take_is_sent_again(db: Path) -> Non
     assert len(up.requests) == 4  # the refused one, sent again on a new connection
     assert len(up.clients) == 2
     assert rows(db, "SELECT COUNT(*) FROM messages") == [(3,)]
+
+
+async def test_h2c_client_h1_upstream_headers_and_event_bytes(db: Path) -> None:
+    stream = [
+        b": keepalive\n\n",
+        b'data: {"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s"}}\n\n',
+        b"id: 7\nretry: 1500\nevent: message\n",
+        b'data: {"jsonrpc":"2.0",\ndata: "method":"two lines"}\r\n\r\n',
+        b"data: \xff\xfe invalid utf-8\r",
+        b'\r: comment only\r\rdata: {"split":',
+        b"true}\n\n",
+    ]
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: keep-alive, X-Hop\r\n"
+        b"Keep-Alive: timeout=5\r\nX-Hop: 1\r\nX-Trace: MiXed\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+
+    def reply(*_: Any) -> list[bytes | None]:
+        return [head, *chunked(*stream), b"0\r\n\r\n"]
+
+    async with (
+        raw_upstream(reply) as up,
+        running_http_proxy(db, up.url, upstream_http2="never") as proxy,
+    ):
+        client = await H2Client.connect(proxy.url)
+        try:
+            extra = [(b"x-client", b"v"), (b"te", b"trailers")]
+            a = await client.exchange(b"GET", b"/acp", [*GET_STREAM, *extra])
+        finally:
+            await client.close()
+    assert a.status == 200 and a.ended
+    assert bytes(a.body) == b"".join(stream)  # every byte, as the upstream sent it
+    assert a.headers == [(b"content-type", b"text/event-stream"), (b"x-trace", b"MiXed")]
+    _method, target, headers, _body = up.requests[0]
+    assert target == b"/acp"
+    names = [n for n, _ in headers]
+    assert names == [b"Host", b"accept", b"acp-connection-id", b"x-client"]
+    assert dict(headers)[b"Host"] == urllib.parse.urlsplit(up.url).netloc.encode()
+    assert rebuild_stream(a2c(db), events(db, 1)) == b"".join(stream)
