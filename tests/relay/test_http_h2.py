@@ -364,3 +364,26 @@ async def test_h2c_client_h1_upstream_headers_and_event_bytes(db: Path) -> None:
     assert names == [b"Host", b"accept", b"acp-connection-id", b"x-client"]
     assert dict(headers)[b"Host"] == urllib.parse.urlsplit(up.url).netloc.encode()
     assert rebuild_stream(a2c(db), events(db, 1)) == b"".join(stream)
+
+
+async def test_an_upgrade_with_a_body_or_bad_settings_is_answered_in_http11(db: Path) -> None:
+    def reply(*_: Any) -> list[bytes | None]:
+        return [b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"]
+
+    asks = [
+        (b"HTTP2-Settings: !!!\r\n", b""),  # not base64url
+        (b"HTTP2-Settings: AAMAAABk\r\nContent-Length: 2\r\n", b"{}"),  # a body
+    ]
+    async with raw_upstream(reply) as up, running_http_proxy(db, up.url) as proxy:
+        u = urllib.parse.urlsplit(proxy.url)
+        for extra, body in asks:
+            reader, writer = await asyncio.open_connection(u.hostname, u.port)
+            writer.write(
+                b"POST /acp HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                b"Upgrade: h2c\r\n" + extra + b"\r\n" + body
+            )
+            got = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+            writer.close()
+            assert got.startswith(b"HTTP/1.1 202 "), got
+    assert [r[3] for r in up.requests] == [b"", b"{}"]
+    assert {d["request"]["version"] for k, d in events(db) if k == "http"} == {"1.1"}

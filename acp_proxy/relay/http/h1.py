@@ -3,7 +3,7 @@
 What belongs here: :class:`H1ClientConnection`, which runs one exchange
 (:class:`acp_proxy.relay.http.exchange.Exchange`) per request of the connection, and the
 ``Upgrade: h2c`` dance: a request that asks for HTTP/2 (``Upgrade: h2c``, one
-``HTTP2-Settings``, both named by ``Connection``) and has no body is answered
+``HTTP2-Settings`` that decodes, both named by ``Connection``) and has no body is answered
 ``101 Switching Protocols``, and the connection goes on as HTTP/2
 (:mod:`acp_proxy.relay.http.h2`), that request being its stream 1. A request with a body
 that asks for it is answered in HTTP/1.1, as HTTP allows.
@@ -11,8 +11,10 @@ that asks for it is answered in HTTP/1.1, as HTTP allows.
 
 from __future__ import annotations
 
+import base64
 from typing import TYPE_CHECKING, Any
 
+import h2.exceptions as h2_errors
 import h11
 
 from acp_proxy.relay.http.exchange import ClientConnection, Exchange
@@ -28,6 +30,19 @@ if TYPE_CHECKING:
 __all__ = ["H1ClientConnection", "asks_h2c"]
 
 
+def _settings_ok(values: list[bytes]) -> bool:
+    """One ``HTTP2-Settings``: a SETTINGS payload (6-byte entries) in base64url."""
+    if len(values) != 1:
+        return False
+    value = values[0].strip()
+    try:
+        standard = value.replace(b"-", b"+").replace(b"_", b"/") + b"=" * (-len(value) % 4)
+        payload = base64.b64decode(standard, validate=True)
+    except ValueError:
+        return False
+    return len(payload) % 6 == 0
+
+
 def asks_h2c(request: h11.Request) -> bool:
     """Whether ``request`` asks to go on in HTTP/2 and can (it has no body)."""
     headers = list(request.headers.raw_items())
@@ -36,7 +51,7 @@ def asks_h2c(request: h11.Request) -> bool:
     lengths = get_all(headers, b"content-length")
     return (
         b"h2c" in offered
-        and len(get_all(headers, b"http2-settings")) == 1
+        and _settings_ok(get_all(headers, b"http2-settings"))
         and {b"upgrade", b"http2-settings"} <= connection_tokens(headers)
         and not get_all(headers, b"transfer-encoding")
         and all(v.strip() == b"0" for v in lengths)
@@ -86,5 +101,10 @@ class H1ClientConnection(ClientConnection):
         self.end()
         settings = get_all(h1.headers, b"http2-settings")[0]
         stream1 = H2Request.upgraded(h2.leg, request.method, request.target, h1.headers)
-        h2.leg.start(transport, rest, upgrade=(settings, stream1))
+        try:
+            h2.leg.start(transport, rest, upgrade=(settings, stream1))
+        except h2_errors.ProtocolError:  # settings out of range (h2 checks their values)
+            transport.abort()
+            h2.end()
+            return
         await h2.run()

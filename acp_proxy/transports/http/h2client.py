@@ -107,6 +107,7 @@ class H2Request:
         self.authority = pseudo.get(b":authority", b"")
         self.headers = [(k, v) for k, v in headers if not k.startswith(b":")]
         self.gone = stream.dead  # the client reset the stream or left (or we cut it)
+        self._answered = False  # our side of the stream ended
 
     @classmethod
     def upgraded(cls, leg: H2ClientLeg, method: bytes, target: bytes, headers: Raw) -> H2Request:
@@ -176,14 +177,20 @@ class H2Request:
             side.end_stream(self.stream, _lower(trailers))
         except StreamGone as e:
             raise ClientGone(str(e)) from e
+        self._answered = True
         side.forget(self.stream)  # the rest of a body not read is taken and dropped
 
     def abort(self, code: int = h2.errors.ErrorCodes.INTERNAL_ERROR) -> None:
         """Cut the stream, so the client sees its answer cut short as we did."""
+        self._answered = True
         self.leg.side.reset(self.stream, code)
 
     def close(self) -> None:
-        self.leg.side.forget(self.stream)
+        """The exchange is over: a stream it left unanswered is cut, never left hanging."""
+        if self._answered:
+            self.leg.side.forget(self.stream)
+        else:
+            self.abort()
 
 
 def _lower(headers: Raw) -> Raw:
