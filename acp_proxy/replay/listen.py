@@ -12,8 +12,7 @@ with ``keep_serving``, one after another) and says whether every replay ran clea
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -27,6 +26,7 @@ from acp_proxy.replay.serve import Pacer, Recording, Say, Timing, finish, report
 from acp_proxy.transports.http.common import ClientGone
 from acp_proxy.transports.http.h2client import H2ClientLeg, H2Request
 from acp_proxy.transports.http.legs import ClientLeg, H1Request
+from acp_proxy.transports.tasks import Tasks
 from acp_proxy.transports.websocket import WsSettings
 from acp_proxy.transports.ws_handover import HandOver
 
@@ -89,7 +89,7 @@ class _Listener:
         self.keep = keep
         self.results: list[bool] = []
         self.finished = asyncio.Event()
-        self.tasks: set[asyncio.Task[None]] = set()
+        self.tasks = Tasks()
         self.http = HttpAgent(recording, mode=mode, timing=timing, say=say, ended=self.ended)
         self.hand_over: HandOver | None = None
 
@@ -101,19 +101,14 @@ class _Listener:
     async def websocket(self, ws: ServerConnection) -> None:
         self.ended(await _websocket(ws, self.recording, self.mode, self.timing, self.say))
 
-    def run(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(work)
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-
     def first(self, leg: ClientLeg, request: h11.Request | None, raw: bytes) -> None:
         assert leg.transport is not None and self.hand_over is not None
         if request is None:  # HTTP/2 with prior knowledge
-            H2ClientLeg(lambda r: self.run(self._stream(r))).start(leg.transport, raw)
+            H2ClientLeg(lambda r: self.tasks.run(self._stream(r))).start(leg.transport, raw)
         elif [v.lower() for k, v in request.headers if k == b"upgrade"] == [b"websocket"]:
             self.hand_over.take(leg.transport, raw)
         else:
-            self.run(self._h1(leg))
+            self.tasks.run(self._h1(leg))
 
     async def _stream(self, request: H2Request) -> None:
         try:
@@ -137,11 +132,7 @@ class _Listener:
             leg.close()
 
     async def close(self) -> None:
-        for task in list(self.tasks):
-            task.cancel()
-        for task in list(self.tasks):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self.tasks.cancel()
         if self.hand_over is not None:
             await self.hand_over.close()
         await self.http.close()

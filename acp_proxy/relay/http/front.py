@@ -9,8 +9,6 @@ the client connections running, to end them when the listener stops.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import urllib.parse
 from collections.abc import Coroutine
 from typing import Any
@@ -21,6 +19,7 @@ from acp_proxy.relay.capacity import Capacity
 from acp_proxy.relay.http.connections import AcpConnections
 from acp_proxy.relay.http.upgrade import Upgrades
 from acp_proxy.relay.http.upstreams import Upstreams
+from acp_proxy.transports.tasks import Tasks
 
 __all__ = ["Front"]
 
@@ -46,7 +45,7 @@ class Front:
         self.up_netloc = up.netloc.rpartition("@")[2].encode("latin-1")
         self.upstream_mode = config.upstream_http2
         self.upgrades: Upgrades | None = None
-        self.sessions: set[asyncio.Task[None]] = set()
+        self.sessions = Tasks()  # the client connections
 
     def http2_upstream(self, prior_knowledge: bool) -> bool:
         """Whether a client connection's upstream leg speaks HTTP/2 (``--upstream-http2``:
@@ -67,16 +66,10 @@ class Front:
 
     def run(self, work: Coroutine[Any, Any, None]) -> None:
         """Run a client connection's work until it ends, or until :meth:`shutdown`."""
-        task = asyncio.get_running_loop().create_task(work)
-        self.sessions.add(task)
-        task.add_done_callback(self.sessions.discard)
+        self.sessions.run(work)
 
     async def shutdown(self) -> None:
-        for task in list(self.sessions):
-            task.cancel()
-        for task in list(self.sessions):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self.sessions.cancel()
         if self.upgrades is not None:
             await self.upgrades.close()
         self.acp.close_all()

@@ -10,13 +10,12 @@ HTTP/1.1 (:mod:`acp_proxy.relay.http.h1`).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from typing import TYPE_CHECKING
 
 from acp_proxy.relay.http.exchange import ClientConnection, Exchange
 from acp_proxy.transports.http.common import ClientGone
 from acp_proxy.transports.http.h2client import H2ClientLeg, H2Request
+from acp_proxy.transports.tasks import Tasks
 
 if TYPE_CHECKING:
     from acp_proxy.relay.http.front import Front
@@ -28,12 +27,10 @@ class H2ClientConnection(ClientConnection):
     def __init__(self, front: Front, *, prior_knowledge: bool) -> None:
         super().__init__(front, http2_upstream=front.http2_upstream(prior_knowledge))
         self.leg = H2ClientLeg(self._stream)
-        self.tasks: set[asyncio.Task[None]] = set()
+        self.streams = Tasks()
 
     def _stream(self, request: H2Request) -> None:
-        task = asyncio.get_running_loop().create_task(self._exchange(request))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        self.streams.run(self._exchange(request))
 
     async def _exchange(self, request: H2Request) -> None:
         try:
@@ -49,13 +46,6 @@ class H2ClientConnection(ClientConnection):
         try:
             await self.leg.closed.wait()
         finally:
-            await self._cancel_streams()
+            await self.streams.cancel()
             self.leg.close()
             self.end()
-
-    async def _cancel_streams(self) -> None:
-        for task in list(self.tasks):
-            task.cancel()
-        for task in list(self.tasks):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
