@@ -86,9 +86,15 @@ def start(db: Path) -> tuple[subprocess.Popen[str], subprocess.Popen[str], str, 
     up = subprocess.Popen([sys.executable, "-c", UPSTREAM], stdout=subprocess.PIPE, text=True)
     assert up.stdout is not None
     direct = f"ws://127.0.0.1:{int(up.stdout.readline())}/acp"
+    proxy, url = start_proxy(["ws", "--db", str(db), "--upstream", direct], up)
+    return up, proxy, direct, url
+
+
+def start_proxy(args: list[str], up: subprocess.Popen[str]) -> tuple[subprocess.Popen[str], str]:
+    """``acp-proxy ARGS… --listen 127.0.0.1:0`` and the URL of its ``/acp``, once it listens
+    (its startup lines passed on to our stderr; ``up`` is stopped if it does not start)."""
     proxy = subprocess.Popen(
-        [sys.executable, "-m", "acp_proxy", "ws", "--db", str(db), "--listen", "127.0.0.1:0",
-         "--upstream", direct],
+        [sys.executable, "-m", "acp_proxy", *args, "--listen", "127.0.0.1:0"],
         stderr=subprocess.PIPE, text=True, cwd=ROOT,
     )  # fmt: skip
     assert proxy.stderr is not None
@@ -96,10 +102,10 @@ def start(db: Path) -> tuple[subprocess.Popen[str], subprocess.Popen[str], str, 
     while "listening on " not in line:
         if not line:
             up.terminate()
-            raise SystemExit("acp-proxy ws did not start")
+            raise SystemExit(f"acp-proxy {args[0]} did not start")
         sys.stderr.write(line)
         line = proxy.stderr.readline()
-    return up, proxy, direct, line.split("listening on ", 1)[1].split(" ", 1)[0] + "/acp"
+    return proxy, line.split("listening on ", 1)[1].split(" ", 1)[0] + "/acp"
 
 
 def stop(up: subprocess.Popen[str], proxy: subprocess.Popen[str]) -> None:

@@ -15,80 +15,45 @@ from acp_proxy.cli.common import (
     db_option,
     db_path,
     handle_errors,
+    listener_options,
     token_option,
 )
-from acp_proxy.cli.ws import _parse_listen, _settings, serve_until_signal
+from acp_proxy.cli.ws import listener_settings, parse_listen_option, serve_until_signal
 from acp_proxy.errors import UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
 from acp_proxy.relay.admission import Admission, ServeConfig, check_listen_address, check_token
-from acp_proxy.relay.capacity import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT
 
 __all__ = ["http"]
-
-_MIB = 1024 * 1024
 
 
 @click.command(context_settings=CONTEXT)
 @db_option
 @click.option(
-    "--listen",
-    default="127.0.0.1:8765",
-    show_default=True,
-    metavar="HOST:PORT",
-    help="Where clients connect. Anything but loopback requires --token. Port 0 picks one.",
-)
-@click.option(
     "--upstream",
     metavar="URL",
     help="The agent's endpoint, http:// or https:// (e.g. http://host:8000/acp).",
 )
+@click.option(
+    "--upstream-http2",
+    type=click.Choice(["auto", "always", "never"]),
+    default="auto",
+    show_default=True,
+    help="HTTP/2 (cleartext, prior knowledge) to an http:// upstream: auto: for the clients "
+    "that speak it with prior knowledge, HTTP/1.1 for the others; always; never. An https:// "
+    "upstream is spoken to in HTTP/1.1.",
+)
 @token_option
 @allow_origin_option("requests")
-@click.option(
-    "--max-size",
-    type=int,
-    default=64 * _MIB,
-    show_default=True,
-    help="Largest request body or message, in bytes (a larger request body: HTTP 413).",
-)
-@click.option(
-    "--max-queue",
-    type=int,
-    default=16,
-    show_default=True,
-    help="Frames buffered per leg of a WebSocket connection before reading stops.",
-)
-@click.option(
-    "--max-connections",
-    type=int,
-    default=DEFAULT_MAX_CONNECTIONS,
-    show_default=True,
-    help="Client connections (HTTP and WebSocket) relayed at once; more get HTTP 503.",
-)
-@click.option(
-    "--max-in-flight",
-    type=int,
-    default=DEFAULT_MAX_IN_FLIGHT,
-    show_default=True,
-    metavar="BYTES",
-    help="Memory budget: each connection commits 2 × --max-size; one that would exceed "
-    "the budget is refused with HTTP 503.",
-)
-@click.option(
-    "--keep-secrets",
-    is_flag=True,
-    help="Store every header and query parameter value as sent (by default only values of "
-    "headers known to hold no secret are stored).",
-)
-@click.option("--label", help="A note stored with each capture.")
+@listener_options("a larger request body: HTTP 413")
 @handle_errors
 def http(
     db: Path | None,
-    listen: str,
     upstream: str | None,
+    upstream_http2: str,
     token: str | None,
     allow_origins: tuple[str, ...],
+    listen: str,
     max_size: int,
     max_queue: int,
     max_connections: int,
@@ -105,22 +70,19 @@ def http(
 
     POSTs, event-stream GETs and DELETEs are relayed as they come (headers such as
     Acp-Connection-Id, Acp-Session-Id and cookies included); each ACP connection is one
-    capture. WebSocket upgrades on the same port go to the agent's WebSocket endpoint, as
-    with acp-proxy ws.
+    capture. Clients may speak HTTP/1.1 or HTTP/2 (h2c: with prior knowledge, or by
+    Upgrade: h2c). WebSocket upgrades on the same port go to the agent's WebSocket
+    endpoint, as with acp-proxy ws.
     """
     if upstream is None:
         raise UsageError("give --upstream URL, the agent's endpoint (e.g. http://host:8000/acp)")
     if not upstream.lower().startswith(("http://", "https://")):
         raise UsageError(f"--upstream wants an http:// or https:// URL, not {upstream!r}")
-    host, port = _parse_listen(listen)
+    if upstream_http2 == "always" and upstream.lower().startswith("https://"):
+        raise UsageError("--upstream-http2 always needs an http:// upstream (h2c)")
+    host, port = parse_listen_option(listen)
     check_token(token)
-    settings = _settings(max_size, max_queue, None)
-    if max_connections < 1:
-        raise UsageError("--max-connections must be at least 1")
-    if max_in_flight < 2 * max_size:
-        raise UsageError(
-            f"--max-in-flight must hold one connection: at least 2 × --max-size ({2 * max_size})"
-        )
+    settings = listener_settings(max_size, max_queue, None, max_connections, max_in_flight)
     check_listen_address(host, token)
     config = ServeConfig(
         host=host,
@@ -132,6 +94,7 @@ def http(
         label=label,
         max_connections=max_connections,
         max_in_flight=max_in_flight,
+        upstream_http2=upstream_http2,
     )
     tune_relay_process()
     from acp_proxy.relay.http import serve

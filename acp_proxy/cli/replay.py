@@ -68,7 +68,8 @@ def replay() -> None:
 @click.option(
     "--listen",
     metavar="HOST:PORT",
-    help="Serve WebSocket clients at ws://HOST:PORT/acp (loopback only) instead of stdio.",
+    help="Serve clients at HOST:PORT/acp, over WebSocket and Streamable HTTP (loopback only), "
+    "instead of stdio.",
 )
 @click.option("--keep-serving", is_flag=True, help="With --listen: serve one client after another.")
 @handle_errors
@@ -96,13 +97,8 @@ def replay_agent(
         acp-proxy replay agent --db ~/acp.sqlite 12 -- my-agent --flag
     """
     from acp_proxy.replay.agent import MatchMode
-    from acp_proxy.replay.serve import (
-        Timing,
-        load_recording,
-        parse_listen,
-        serve_stdio,
-        serve_websocket,
-    )
+    from acp_proxy.replay.listen import serve_listen
+    from acp_proxy.replay.serve import Timing, load_recording, parse_listen, serve_stdio
 
     if keep_serving and listen is None:
         raise UsageError("--keep-serving goes with --listen")
@@ -113,7 +109,7 @@ def replay_agent(
         if listen is not None:
             host, port = parse_listen(listen)
             ok = asyncio.run(
-                serve_websocket(
+                serve_listen(
                     recording, host, port, mode=mode, timing=pace, keep_serving=keep_serving
                 )
             )

@@ -28,6 +28,7 @@ from acp_proxy.cli.common import (
     echo,
     fail,
     handle_errors,
+    listener_options,
     token_option,
 )
 from acp_proxy.cli.otel import live_recorder_env, otel_options
@@ -36,16 +37,19 @@ from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
 from acp_proxy.relay.admission import Admission, ServeConfig, check_listen_address, check_token
 from acp_proxy.relay.bridge import bridge_stdio_client
-from acp_proxy.relay.capacity import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT
 from acp_proxy.relay.listener import serve
 from acp_proxy.transports.websocket import WsSettings
 
-__all__ = ["record_upstream", "ws"]
+__all__ = [
+    "listener_settings",
+    "parse_listen_option",
+    "record_upstream",
+    "serve_until_signal",
+    "ws",
+]
 
-_MIB = 1024 * 1024
 
-
-def _parse_listen(value: str) -> tuple[str, int]:
+def parse_listen_option(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     if not sep or not port.isdigit():
         raise UsageError(f"--listen wants HOST:PORT (e.g. 127.0.0.1:8765), not {value!r}")
@@ -56,9 +60,22 @@ def _parse_listen(value: str) -> tuple[str, int]:
     return host, n
 
 
-def _settings(max_size: int, max_queue: int, ping_interval: float | None) -> WsSettings:
+def listener_settings(
+    max_size: int,
+    max_queue: int,
+    ping_interval: float | None,
+    max_connections: int,
+    max_in_flight: int,
+) -> WsSettings:
+    """The settings of a relaying listener, its options checked."""
     if max_size < 1:
         raise UsageError("--max-size must be a positive number of bytes")
+    if max_connections < 1:
+        raise UsageError("--max-connections must be at least 1")
+    if max_in_flight < 2 * max_size:
+        raise UsageError(
+            f"--max-in-flight must hold one connection: at least 2 × --max-size ({2 * max_size})"
+        )
     if max_queue < 1:
         raise UsageError("--max-queue must be at least 1")
     if ping_interval is not None and ping_interval <= 0:
@@ -124,61 +141,17 @@ def record_upstream(
     context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_interspersed_args": False}
 )
 @db_option
-@click.option(
-    "--listen",
-    default="127.0.0.1:8765",
-    show_default=True,
-    metavar="HOST:PORT",
-    help="Where clients connect. Anything but loopback requires --token. Port 0 picks one.",
-)
 @click.option("--upstream", metavar="URL", help="Relay each connection to this ws:// agent.")
 @token_option
 @allow_origin_option("connections")
-@click.option(
-    "--max-size",
-    type=int,
-    default=64 * _MIB,
-    show_default=True,
-    help="Largest message relayed, in bytes (larger: closed with 1009).",
-)
-@click.option(
-    "--max-queue",
-    type=int,
-    default=16,
-    show_default=True,
-    help="Frames buffered per leg before reading stops (backpressure).",
-)
-@click.option(
-    "--max-connections",
-    type=int,
-    default=DEFAULT_MAX_CONNECTIONS,
-    show_default=True,
-    help="Connections relayed at once (each one an upstream connection or an agent "
-    "process); more are refused with HTTP 503.",
-)
-@click.option(
-    "--max-in-flight",
-    type=int,
-    default=DEFAULT_MAX_IN_FLIGHT,
-    show_default=True,
-    metavar="BYTES",
-    help="Memory budget for messages in flight: each connection commits 2 × --max-size, "
-    "and one that would exceed the budget is refused with HTTP 503.",
-)
+@listener_options("larger: closed with 1009")
 @click.option(
     "--ping-interval",
     type=float,
     default=None,
     help="Send keepalive pings on both legs every N seconds (default: never).",
 )
-@click.option(
-    "--keep-secrets",
-    is_flag=True,
-    help="Store every header and query parameter value as sent (by default only values of "
-    "headers known to hold no secret, such as Host, User-Agent or Origin, are stored).",
-)
 @click.option("--record-secrets", is_flag=True, hidden=True)  # the earlier name
-@click.option("--label", help="A note stored with each capture.")
 @click.option(
     "--grace",
     type=float,
@@ -230,19 +203,13 @@ def ws(
         raise UsageError(f"--upstream wants a ws:// or wss:// URL, not {upstream!r}")
     if grace < 0:
         raise UsageError("--grace must be zero or more seconds")
-    host, port = _parse_listen(listen)
+    host, port = parse_listen_option(listen)
     if argv:
         from acp_proxy.transports.stdio import check_command
 
         check_command(argv)
     check_token(token)
-    settings = _settings(max_size, max_queue, ping_interval)
-    if max_connections < 1:
-        raise UsageError("--max-connections must be at least 1")
-    if max_in_flight < 2 * max_size:
-        raise UsageError(
-            f"--max-in-flight must hold one connection: at least 2 × --max-size ({2 * max_size})"
-        )
+    settings = listener_settings(max_size, max_queue, ping_interval, max_connections, max_in_flight)
     check_listen_address(host, token)
     config = ServeConfig(
         host=host,

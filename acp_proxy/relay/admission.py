@@ -120,6 +120,7 @@ class ServeConfig:
     label: str | None = None
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    upstream_http2: str = "auto"  # Streamable HTTP: auto, always or never (docs/http.md)
 
 
 def upstream_target(upstream: str, client_target: str) -> str:

@@ -2,10 +2,11 @@
 
 What belongs here: loading a recording (a capture in the database or a ``jsonl`` export),
 choosing one session of it, pacing (``--timing``), and running the stand-ins over real
-transports: :func:`serve_stdio` and :func:`serve_websocket` put an
-:class:`~acp_proxy.replay.agent.AgentStandIn` where the agent would be; ``replay.run`` drives a
-real agent with the recorded client side. Matching and comparing live in ``replay.match``,
-``replay.agent``, ``replay.client`` and ``replay.compare``, which do no I/O.
+transports: :func:`serve_stdio` puts an :class:`~acp_proxy.replay.agent.AgentStandIn` where
+the agent would be (``replay.listen`` does it for WebSocket and Streamable HTTP clients);
+``replay.run`` drives a real agent with the recorded client side. Matching and comparing
+live in ``replay.match``, ``replay.agent``, ``replay.client`` and ``replay.compare``, which
+do no I/O.
 
 Over stdio nothing but protocol bytes reaches stdout; diagnostics go to stderr.
 """
@@ -32,19 +33,23 @@ from acp_proxy.text.safe import visible
 from acp_proxy.transports.stdio import CHUNK, write_all
 
 __all__ = [
+    "Pacer",
     "Recording",
+    "Say",
     "Timing",
+    "finish",
     "load_recording",
     "parse_listen",
+    "report",
+    "say_on_stderr",
     "select_session",
     "serve_stdio",
-    "serve_websocket",
 ]
 
 Say = Callable[[str], None]
 
 
-def _stderr(message: str) -> None:
+def say_on_stderr(message: str) -> None:
     sys.stderr.write(f"acp-proxy replay: {visible(message)}\n")
     sys.stderr.flush()
 
@@ -126,10 +131,10 @@ class Timing:
         raise UsageError(f"--timing must be fast, original or xN (like x2 or x0.5), not {text!r}")
 
 
-class _Pacer:
+class Pacer:
     """Sends agent messages at their recorded offsets from the client message they follow."""
 
-    def __init__(self, timing: Timing, say: Say = _stderr) -> None:
+    def __init__(self, timing: Timing, say: Say = say_on_stderr) -> None:
         self.timing = timing
         self.say = say
         self.anchor_rec = 0
@@ -161,16 +166,17 @@ class _Pacer:
             await asyncio.sleep(delay)
 
 
-def _report(stand_in: AgentStandIn, start: int, say: Say) -> int:
+def report(stand_in: AgentStandIn, start: int, say: Say) -> int:
+    """Say the problems found since ``start``; the number found so far."""
     for p in stand_in.problems[start:]:
         say(("note: " if p.note else "") + p.message)
     return len(stand_in.problems)
 
 
-def _finish(stand_in: AgentStandIn, reported: int, say: Say) -> bool:
+def finish(stand_in: AgentStandIn, reported: int, say: Say) -> bool:
     """End a replay: report what is left and the summary; True when it ran clean."""
     stand_in.finish()
-    _report(stand_in, reported, say)
+    report(stand_in, reported, say)
     _summary(stand_in, say)
     return stand_in.clean
 
@@ -190,12 +196,12 @@ async def serve_stdio(
     timing: Timing = Timing(None),
     stdin_fd: int = 0,
     stdout_fd: int = 1,
-    say: Say = _stderr,
+    say: Say = say_on_stderr,
 ) -> bool:
     """Be the agent on our stdin/stdout until the client closes stdin; True when clean."""
     stand_in = AgentStandIn(recording.messages, mode)
     out: asyncio.Queue[Emit | None] = asyncio.Queue()
-    pacer = _Pacer(timing)
+    pacer = Pacer(timing)
     reported = 0
 
     async def writer() -> None:
@@ -226,7 +232,7 @@ async def serve_stdio(
                 pacer.anchor(stand_in.last_matched)
                 for e in emits:
                     out.put_nowait(e)
-                reported = _report(stand_in, reported, say)
+                reported = report(stand_in, reported, say)
             if not chunk:
                 break
         out.put_nowait(None)
@@ -234,7 +240,7 @@ async def serve_stdio(
     async with asyncio.TaskGroup() as tg:
         tg.create_task(reader())
         tg.create_task(writer())
-    return _finish(stand_in, reported, say)
+    return finish(stand_in, reported, say)
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -251,90 +257,3 @@ def parse_listen(text: str) -> tuple[str, int]:
         if not loopback:
             raise UsageError(f"replay listens on loopback addresses only, not {host!r}")
     return host, int(port)
-
-
-async def serve_websocket(
-    recording: Recording,
-    host: str,
-    port: int,
-    *,
-    mode: MatchMode = MatchMode.LENIENT,
-    timing: Timing = Timing(None),
-    keep_serving: bool = False,
-    say: Say = _stderr,
-    on_listening: Callable[[str], None] | None = None,
-) -> bool:
-    """Be the agent for WebSocket clients at ``ws://HOST:PORT/acp``: one text message per
-    JSON-RPC message. Serves one connection (or, with ``keep_serving``, each in turn, every
-    one from the start of the recording); True when every replay ran clean."""
-    from websockets.asyncio.server import ServerConnection, serve
-    from websockets.exceptions import ConnectionClosed
-    from websockets.http11 import Request, Response
-
-    from acp_proxy.transports.websocket import WsSettings
-
-    results: list[bool] = []
-    finished = asyncio.Event()
-
-    def check(connection: ServerConnection, request: Request) -> Response | None:
-        if request.path.split("?")[0] != "/acp":
-            return connection.respond(404, "replay serves ACP at /acp\n")
-        if "Origin" in request.headers:
-            return connection.respond(403, "browser origins are refused\n")
-        return None
-
-    async def handler(ws: ServerConnection) -> None:
-        stand_in = AgentStandIn(recording.messages, mode)
-        pacer = _Pacer(timing)
-        out: asyncio.Queue[Emit | None] = asyncio.Queue()
-        reported = 0
-        say(f"client connected from {ws.remote_address}")
-
-        async def writer() -> None:
-            while (emit := await out.get()) is not None:
-                await pacer.wait(emit)
-                try:
-                    await ws.send(emit.data, text=True)  # the recorded bytes, as a text frame
-                except ConnectionClosed:
-                    return
-
-        async def reader() -> None:
-            nonlocal reported
-            for e in stand_in.start():
-                out.put_nowait(e)
-            try:
-                while True:
-                    raw = await ws.recv(decode=False)  # payload bytes, never decoded by us
-                    emits = stand_in.receive(raw)
-                    pacer.anchor(stand_in.last_matched)
-                    for e in emits:
-                        out.put_nowait(e)
-                    reported = _report(stand_in, reported, say)
-            except ConnectionClosed:
-                pass
-            out.put_nowait(None)
-
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(reader())
-            tg.create_task(writer())
-        results.append(_finish(stand_in, reported, say))
-        if not keep_serving:
-            finished.set()
-
-    async with serve(
-        handler,
-        host,
-        port,
-        process_request=check,
-        server_header=None,
-        **WsSettings().common(),  # no compression, no pings, 64 MiB messages, bounded queues
-    ) as server:
-        sock = next(iter(server.sockets))
-        bound = sock.getsockname()
-        shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-        url = f"ws://{shown}:{bound[1]}/acp"
-        say(f"standing in for the agent of {recording.source} at {url}")
-        if on_listening is not None:
-            on_listening(url)
-        await finished.wait()
-    return all(results)

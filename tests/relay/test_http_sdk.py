@@ -11,52 +11,16 @@ from pathlib import Path
 
 from acp import PROTOCOL_VERSION
 from acp.ws import create_websocket_stream
-from support.http import TeeTransport, http_session, running_http_proxy, sdk_http_server
+from support.http import (
+    TeeTransport,
+    check_sdk_capture,
+    http_session,
+    running_http_proxy,
+    sdk_http_server,
+)
 from support.proc import PROXY
 from support.sdk import RecordingClient
 from support.ws import events, rows
-
-
-def _check_capture(db: Path, capture: int) -> None:
-    (cap,) = rows(
-        db,
-        "SELECT transport, protocol_version, client_info, agent_info FROM captures WHERE id = ?",
-        capture,
-    )
-    assert cap[0] == "http"
-    assert cap[1] == PROTOCOL_VERSION
-    assert "sdk-http-client" in cap[2] and "sdk-test-agent" in cap[3]
-    requests = rows(
-        db,
-        "SELECT direction, method FROM messages WHERE capture_id = ? AND kind = 'request' "
-        "ORDER BY seq",
-        capture,
-    )
-    assert requests == [
-        ("c2a", "initialize"),
-        ("c2a", "session/new"),
-        ("c2a", "session/prompt"),
-        ("a2c", "session/request_permission"),
-        ("a2c", "fs/read_text_file"),
-        ("c2a", "session/prompt"),
-        ("a2c", "session/request_permission"),
-        ("a2c", "fs/read_text_file"),
-    ]
-    unpaired = rows(
-        db,
-        "SELECT seq, kind, anomalies FROM messages WHERE capture_id = ? AND "
-        "(anomalies IS NOT NULL OR kind IN ('invalid', 'error'))",
-        capture,
-    )
-    assert unpaired == []
-    pending = rows(
-        db,
-        "SELECT q.seq FROM messages q WHERE q.capture_id = ? AND q.kind = 'request' AND NOT "
-        "EXISTS (SELECT 1 FROM messages r WHERE r.capture_id = q.capture_id "
-        "AND r.request_seq = q.seq)",
-        capture,
-    )
-    assert pending == []
 
 
 async def test_sdk_session_through_the_proxy(tmp_path: Path, db: Path) -> None:
@@ -71,7 +35,7 @@ async def test_sdk_session_through_the_proxy(tmp_path: Path, db: Path) -> None:
     assert relayed == direct
     assert direct[1] == ["end_turn", "end_turn"]
     assert len(rows(db, "SELECT id FROM captures")) == 1
-    _check_capture(db, 1)
+    check_sdk_capture(db, 1)
     # every message of every event stream, byte for byte, as the server sent it
     streams = {k: bytes(v) for k, v in up.sent.items()}
     assert len(streams) == 2  # the connection's stream and the session's

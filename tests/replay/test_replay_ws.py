@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -41,8 +42,9 @@ async def _serve(*args: str) -> AsyncIterator[Server]:
     )
     assert proc.stderr is not None
     line = await asyncio.wait_for(proc.stderr.readline(), 30)
-    assert b" at ws://" in line, line
-    yield Server(proc, line.decode().rsplit(" at ", 1)[1].strip())
+    found = re.search(r" at (ws://\S+)", line.decode())
+    assert found is not None, line
+    yield Server(proc, found.group(1))
     if proc.returncode is None:
         proc.kill()
         await proc.wait()

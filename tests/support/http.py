@@ -28,7 +28,7 @@ from acp_proxy.relay.http import serve
 from acp_proxy.transports.websocket import WsSettings
 from support.paths import PEERS
 from support.sdk import RecordingClient
-from support.ws import Proxy, listening
+from support.ws import Proxy, listening, rows
 
 StreamKey = tuple[str, str, str | None]  # method, connection id, session id
 
@@ -51,6 +51,8 @@ class Upstream:
     url: str = ""
     sent: dict[StreamKey, bytearray] = field(default_factory=lambda: defaultdict(bytearray))
     requests: list[tuple[str, list[tuple[bytes, bytes]], bytes]] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)  # the HTTP version of each request
+    clients: set[int] = field(default_factory=set)  # the port of each client connection
 
 
 def _teeing(app: Any, up: Upstream) -> Any:
@@ -63,6 +65,8 @@ def _teeing(app: Any, up: Upstream) -> Any:
             return
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         key = _key(scope["method"], headers)
+        up.versions.append(scope["http_version"])
+        up.clients.add(scope["client"][1])
         body = bytearray()
 
         async def rx() -> Any:
@@ -117,14 +121,17 @@ async def sdk_http_server(app: Any = None) -> AsyncIterator[Upstream]:
 
 
 class TeeTransport(httpx.AsyncBaseTransport):
-    """An httpx transport that keeps every response body byte the client received."""
+    """An httpx transport that keeps every response body byte the client received, and
+    the HTTP version of each answer; ``http2``: HTTP/2 with prior knowledge only."""
 
-    def __init__(self) -> None:
-        self.inner = httpx.AsyncHTTPTransport()
+    def __init__(self, *, http2: bool = False) -> None:
+        self.inner = httpx.AsyncHTTPTransport(http1=not http2, http2=http2)
         self.received: dict[StreamKey, bytearray] = defaultdict(bytearray)
+        self.versions: list[str] = []
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await self.inner.handle_async_request(request)
+        self.versions.append(response.extensions["http_version"].decode())
         key = _key(request.method, request.headers)
         inner = response.stream
         sink = self.received[key] if request.method == "GET" else bytearray()
@@ -149,14 +156,15 @@ class TeeTransport(httpx.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-async def http_session(
-    url: str, cwd: Path, tee: TeeTransport | None = None
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """One SDK client session over Streamable HTTP: initialize, a session, two prompts
-    (each with a tool call, a permission request and a file read)."""
+Transcript = tuple[list[dict[str, Any]], list[str]]
+PROMPTS = ("hello", "héllo wörld ✔")
+
+
+async def sdk_session(transport: Any, cwd: Path, prompts: tuple[str, ...] = PROMPTS) -> Transcript:
+    """One SDK client session on ``transport`` (any of the SDK's): initialize, a session,
+    the prompts (each with a tool call, a permission request and a file read); the updates
+    the client saw and the stop reasons. The transport is closed at the end."""
     client = RecordingClient()
-    http = httpx.AsyncClient(transport=tee or TeeTransport(), timeout=httpx.Timeout(30.0))
-    transport = create_http_stream(url, client=http)
     conn = connect_to_agent(client, transport)
     try:
         await conn.initialize(
@@ -166,14 +174,70 @@ async def http_session(
         )
         session = await conn.new_session(cwd=str(cwd), mcp_servers=[])
         stops = []
-        for text in ("hello", "héllo wörld ✔"):
+        for text in prompts:
             r = await conn.prompt(session_id=session.session_id, prompt=[text_block(text)])
             stops.append(r.stop_reason)
     finally:
         await conn.close()
         await transport.close()
-        await http.aclose()
     return client.updates, stops
+
+
+async def http_session(
+    url: str, cwd: Path, tee: TeeTransport | None = None, *, http2: bool = False
+) -> Transcript:
+    """:func:`sdk_session` over Streamable HTTP, every byte the client received kept in
+    ``tee``; ``http2``: the client speaks HTTP/2 with prior knowledge (h2c)."""
+    tee = tee or TeeTransport(http2=http2)
+    http = httpx.AsyncClient(transport=tee, timeout=httpx.Timeout(30.0))
+    try:
+        return await sdk_session(create_http_stream(url, client=http), cwd)
+    finally:
+        await http.aclose()
+
+
+def check_sdk_capture(db: Path, capture: int) -> None:
+    """The capture of one :func:`http_session`: its peers, every request recorded once
+    with its direction, nothing unpaired."""
+    (cap,) = rows(
+        db,
+        "SELECT transport, protocol_version, client_info, agent_info FROM captures WHERE id = ?",
+        capture,
+    )
+    assert cap[0] == "http"
+    assert cap[1] == PROTOCOL_VERSION
+    assert "sdk-http-client" in cap[2] and "sdk-test-agent" in cap[3]
+    requests = rows(
+        db,
+        "SELECT direction, method FROM messages WHERE capture_id = ? AND kind = 'request' "
+        "ORDER BY seq",
+        capture,
+    )
+    assert requests == [
+        ("c2a", "initialize"),
+        ("c2a", "session/new"),
+        ("c2a", "session/prompt"),
+        ("a2c", "session/request_permission"),
+        ("a2c", "fs/read_text_file"),
+        ("c2a", "session/prompt"),
+        ("a2c", "session/request_permission"),
+        ("a2c", "fs/read_text_file"),
+    ]
+    unpaired = rows(
+        db,
+        "SELECT seq, kind, anomalies FROM messages WHERE capture_id = ? AND "
+        "(anomalies IS NOT NULL OR kind IN ('invalid', 'error'))",
+        capture,
+    )
+    assert unpaired == []
+    pending = rows(
+        db,
+        "SELECT q.seq FROM messages q WHERE q.capture_id = ? AND q.kind = 'request' AND NOT "
+        "EXISTS (SELECT 1 FROM messages r WHERE r.capture_id = q.capture_id "
+        "AND r.request_seq = q.seq)",
+        capture,
+    )
+    assert pending == []
 
 
 @contextlib.asynccontextmanager
@@ -184,6 +248,7 @@ async def running_http_proxy(
     token: str | None = None,
     settings: WsSettings | None = None,
     max_connections: int = 64,
+    upstream_http2: str = "auto",
 ) -> AsyncIterator[Proxy]:
     writer = RecorderLink(db)
     stop = asyncio.Event()
@@ -193,6 +258,7 @@ async def running_http_proxy(
         settings=settings or WsSettings(),
         admission=Admission(token, frozenset()),
         max_connections=max_connections,
+        upstream_http2=upstream_http2,
     )
     async with listening(db, config, writer, stop, serve) as proxy:
         yield proxy

@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Any
-
-import h11
+from typing import TYPE_CHECKING, Any
 
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.wire import Stream
 from acp_proxy.relay.http.connections import BODY_KEPT, AcpConnection, body_field, raw_field
-from acp_proxy.transports.http.legs import ClientGone, ClientLeg, UpstreamLeg
+from acp_proxy.transports.http.common import ClientGone, ClientRequest, End, UpstreamDropped
 from acp_proxy.transports.sse import SseEvent, SseFramer, canonical
+
+if TYPE_CHECKING:
+    from acp_proxy.relay.http.upstreams import Reply
 
 __all__ = ["BodyEnding", "relay_body"]
 
@@ -82,18 +83,18 @@ class _Recorder:
 
 async def relay_body(
     acp: AcpConnection,
-    up: UpstreamLeg,
-    leg: ClientLeg,
+    reply: Reply,
+    client: ClientRequest,
     *,
     sse: bool,
-    status: int,
     expected: int | None,
     max_size: int,
     stream: dict[str, Any],
 ) -> BodyEnding:
+    """Relay ``reply``'s body to ``client`` piece by piece, recording each piece first."""
     tap = acp.tap
     rec = _Recorder(acp, stream, max_size) if sse else None
-    message = not sse and 200 <= status < 300  # the body is a message (initialize's answer)
+    message = not sse and 200 <= reply.status < 300  # a message (initialize's answer)
     kept = bytearray()
     size = 0
     pieces = recorded = False
@@ -120,18 +121,17 @@ async def relay_body(
     try:
         while True:
             try:
-                event = await up.next_event()
-            except (OSError, h11.ProtocolError) as e:
-                error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+                piece = await reply.next_piece()
+            except UpstreamDropped as e:
                 if rec is not None:
-                    rec.end("drop", size, error=error)
-                return info("drop", error)
-            if isinstance(event, h11.Data):
-                data = bytes(event.data)
+                    rec.end("drop", size, error=str(e))
+                return info("drop", str(e))
+            if isinstance(piece, bytes):
+                data = piece
                 size += len(data)
                 if rec is not None:
-                    for piece in rec.framer.feed(data):
-                        rec.sse(piece)
+                    for event in rec.framer.feed(data):
+                        rec.sse(event)
                 elif message and (pieces or len(kept) + len(data) > max_size):
                     tap.message(_A2C, bytes(kept) + data, None)
                     pieces = True
@@ -140,18 +140,17 @@ async def relay_body(
                     kept += data if message else data[: BODY_KEPT - len(kept)]
                 if expected is not None and size == expected and not recorded:
                     record_whole()
-                await leg.send(h11.Data(data=data))
-            elif isinstance(event, h11.EndOfMessage):
+                await client.send_data(data)
+                reply.consumed()
+            elif isinstance(piece, End):
                 if not recorded:
                     record_whole()
-                await leg.send(h11.EndOfMessage(headers=list(event.headers.raw_items())))
+                await client.send_end(piece.trailers)
                 if rec is not None:
                     rec.end("end", size)
                 return info("end")
-            else:
-                raise h11.RemoteProtocolError(f"unexpected {type(event).__name__}")
     except (asyncio.CancelledError, ClientGone):
-        how = "client_gone" if leg.gone.is_set() or leg.lost else "shutdown"
+        how = "client_gone" if client.gone.is_set() or client.lost else "shutdown"
         if rec is not None:
             rec.end(how, size)
         else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-__all__ = ["HOP_BY_HOP", "decoded", "framing", "get_all", "relay_headers"]
+__all__ = ["HOP_BY_HOP", "connection_tokens", "decoded", "framing", "get_all", "relay_headers"]
 
 Raw = list[tuple[bytes, bytes]]
 
@@ -42,7 +42,7 @@ def get_all(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
     return [v for k, v in headers if k.lower() == n]
 
 
-def _connection_tokens(headers: Iterable[tuple[bytes, bytes]]) -> set[bytes]:
+def connection_tokens(headers: Iterable[tuple[bytes, bytes]]) -> set[bytes]:
     out: set[bytes] = set()
     for value in get_all(headers, b"connection"):
         out.update(t.strip().lower() for t in value.split(b",") if t.strip())
@@ -57,7 +57,7 @@ def relay_headers(
 ) -> Raw:
     """The end-to-end headers of ``headers``; ``consumed(name, value)`` says which are
     credentials meant for us (our token), not relayed."""
-    skip = HOP_BY_HOP | _connection_tokens(headers)
+    skip = HOP_BY_HOP | connection_tokens(headers)
     if request:
         skip |= _REQUEST_ONLY
     out: Raw = []

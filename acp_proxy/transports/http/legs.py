@@ -1,7 +1,9 @@
 """HTTP/1.1 legs on ``h11``, with nothing of our own.
 
 What belongs here: :class:`ClientLeg`, the asyncio protocol of a connection a client made
-to us, and :class:`UpstreamLeg`, our connection to the upstream. ``h11`` parses and frames
+to us (and the sniffing of its first bytes: an HTTP/2 connection preface is handed on
+whole), :class:`H1Request`, one request of it with its answer, and :class:`UpstreamLeg`,
+our connection to the upstream. ``h11`` parses and frames
 the messages (a well-tried parser, written to the RFCs, without I/O of its own); these
 classes move bytes and events between it and the sockets. No relaying logic and no
 recording here: that is :mod:`acp_proxy.relay.http`.
@@ -27,24 +29,28 @@ from typing import Any
 
 import h11
 
-__all__ = ["MAX_HEAD", "READ_LIMIT", "ClientGone", "ClientLeg", "UpstreamLeg"]
+from acp_proxy.transports.http.common import ClientGone, peer_of
+
+__all__ = ["MAX_HEAD", "READ_LIMIT", "ClientLeg", "H1Request", "UpstreamLeg"]
 
 MAX_HEAD = 64 * 1024
 READ_LIMIT = 256 * 1024
 _CHUNK = 64 * 1024
 
 
-class ClientGone(Exception):
-    """The client closed or lost its connection."""
+_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"  # an HTTP/2 connection with prior knowledge
+
+Raw = list[tuple[bytes, bytes]]
 
 
-FirstRequest = Callable[["ClientLeg", h11.Request, bytes], None]
+# ``first(leg, request, raw)``; ``request`` is None when the bytes are an HTTP/2 preface
+FirstRequest = Callable[["ClientLeg", h11.Request | None, bytes], None]
 
 
 class ClientLeg(asyncio.Protocol):
     """A client's connection. ``first(leg, request, raw)`` is called (in the callback) with
     the first request and every byte read so far, and may take the transport over (a
-    WebSocket upgrade: the leg then sees nothing more)."""
+    WebSocket upgrade, HTTP/2: the leg then sees nothing more)."""
 
     def __init__(self, first: FirstRequest) -> None:
         self._first = first
@@ -64,8 +70,7 @@ class ClientLeg(asyncio.Protocol):
 
     @property
     def peer(self) -> str:
-        p = self.transport.get_extra_info("peername") if self.transport else None
-        return f"{p[0]}:{p[1]}" if p else "?"
+        return peer_of(self.transport)
 
     # -- asyncio callbacks ----------------------------------------------------------------
 
@@ -86,6 +91,11 @@ class ClientLeg(asyncio.Protocol):
     def _sniff(self, data: bytes) -> None:
         assert self._raw is not None and self.transport is not None
         self._raw += data
+        if _PREFACE.startswith(bytes(self._raw[:24])):
+            if len(self._raw) >= len(_PREFACE):
+                raw, self._raw = bytes(self._raw), None
+                self._first(self, None, raw)
+            return  # all of it, or the start of a preface
         try:
             self.h11.receive_data(data)
             event = self.h11.next_event()
@@ -175,6 +185,83 @@ class ClientLeg(asyncio.Protocol):
         """Drop the connection, so the client sees a body cut short as we did."""
         if self.transport is not None:
             self.transport.abort()
+
+    def hand_over(self) -> tuple[asyncio.Transport, bytes]:
+        """After a ``101 Switching Protocols``: the transport, and every byte read from it
+        that HTTP/1.1 did not use; the leg lets go of it."""
+        assert self.transport is not None
+        transport, self.transport = self.transport, None
+        rest = self.h11.trailing_data[0] + bytes(self._pending)
+        self._pending.clear()
+        return transport, rest
+
+
+class H1Request:
+    """One request of a client's HTTP/1.1 connection, and its answer."""
+
+    version = "1.1"
+
+    def __init__(self, leg: ClientLeg, request: h11.Request) -> None:
+        self.leg = leg
+        self.method = request.method
+        self.target = request.target
+        self.headers: Raw = list(request.headers.raw_items())
+        self.gone = leg.gone
+        self._chunked = False
+
+    @property
+    def peer(self) -> str:
+        return self.leg.peer
+
+    @property
+    def lost(self) -> bool:
+        return self.leg.lost
+
+    def request_done(self) -> bool:
+        return self.leg.h11.their_state is h11.DONE
+
+    async def read_body(self, limit: int) -> bytes | int:
+        """The whole body; or its size so far once over ``limit``."""
+        leg = self.leg
+        if leg.h11.they_are_waiting_for_100_continue:
+            await leg.send(h11.InformationalResponse(status_code=100, headers=[]))
+        body = bytearray()
+        while True:
+            event = await leg.next_event()
+            if isinstance(event, h11.Data):
+                body += event.data
+                if len(body) > limit:
+                    return len(body)
+            elif isinstance(event, h11.EndOfMessage):
+                return bytes(body)
+            else:
+                raise ClientGone
+
+    async def send_informational(self, status: int, headers: Raw) -> None:
+        await self.leg.send(h11.InformationalResponse(status_code=status, headers=headers))
+
+    async def send_head(self, status: int, reason: bytes, headers: Raw, length: int | None) -> None:
+        """The answer's head; ``length``: its body's, when known (else it goes chunked)."""
+        out = list(headers)
+        if self.method == b"HEAD" or status == 304:
+            out += [(b"Content-Length", b"%d" % length)] if length is not None else []
+        elif status != 204:
+            self._chunked = length is None
+            out.append(
+                (b"Transfer-Encoding", b"chunked")
+                if length is None
+                else (b"Content-Length", b"%d" % length)
+            )
+        await self.leg.send(h11.Response(status_code=status, headers=out, reason=reason))
+
+    async def send_data(self, data: bytes) -> None:
+        await self.leg.send(h11.Data(data=data))
+
+    async def send_end(self, trailers: Raw) -> None:
+        await self.leg.send(h11.EndOfMessage(headers=trailers if self._chunked else []))
+
+    def abort(self, code: int = 0) -> None:
+        self.leg.abort()
 
 
 class UpstreamLeg:
