@@ -265,8 +265,6 @@ UNBOUNDED = ("demo",)  # the scripted demo is a script: its turns read top to bo
 OVERSIZE_FOR_NOW = {
     "reconstruct/fold.py",
     "reconstruct/files.py",
-    "relay/http/listener.py",
-    "replay/serve.py",
 }
 
 

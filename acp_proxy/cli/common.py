@@ -30,7 +30,6 @@ __all__ = [
     "DashDashCommand",
     "Progress",
     "after_dash_dash",
-    "allow_origin_option",
     "db_option",
     "db_path",
     "dump_json",
@@ -40,11 +39,9 @@ __all__ = [
     "filter_options",
     "handle_errors",
     "json_option",
-    "listener_options",
     "open_store",
     "output_options",
     "paged",
-    "token_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -349,62 +346,3 @@ def dump_json(v: Any, *, indent: bool = True) -> None:
 def check_at(at: int | None) -> None:
     if at is not None and at < 0:
         raise UsageError("--at takes a frame number (seq) of zero or more")
-
-
-# -- the options every listener shares (ws, http, ui) ------------------------------------
-
-_MIB = 1024 * 1024
-
-token_option = click.option(
-    "--token",
-    envvar="ACP_PROXY_TOKEN",
-    help="Clients must send Authorization: Bearer TOKEN or ?token=TOKEN ($ACP_PROXY_TOKEN).",
-)
-
-
-def allow_origin_option(what: str) -> Callable[[F], F]:
-    """``--allow-origin`` (repeatable); ``what`` says what a browser sends from it."""
-    return click.option(
-        "--allow-origin",
-        "allow_origins",
-        multiple=True,
-        metavar="ORIGIN",
-        help=f"Accept browser {what} from this Origin (repeatable); others are refused.",
-    )
-
-
-def listener_options(too_big: str) -> Callable[[F], F]:
-    """The options of the relaying listeners (``ws``, ``http``): where they listen, their
-    limits, what they store; ``too_big`` says what a message over ``--max-size`` gets."""
-    from acp_proxy.relay.capacity import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT
-
-    options = [
-        click.option("--listen", default="127.0.0.1:8765", show_default=True,
-                     metavar="HOST:PORT", help="Where clients connect. Anything but loopback "
-                     "requires --token. Port 0 picks one."),
-        click.option("--max-size", type=int, default=64 * _MIB, show_default=True,
-                     help=f"Largest message relayed, in bytes ({too_big})."),
-        click.option("--max-queue", type=int, default=16, show_default=True,
-                     help="Frames buffered per leg of a WebSocket connection before reading "
-                     "stops (backpressure)."),
-        click.option("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS,
-                     show_default=True, help="Connections relayed at once (each one an "
-                     "upstream connection or an agent process; an HTTP/2 connection counts "
-                     "once more for each stream beyond the first at once); more are refused "
-                     "with HTTP 503."),
-        click.option("--max-in-flight", type=int, default=DEFAULT_MAX_IN_FLIGHT,
-                     show_default=True, metavar="BYTES", help="Memory budget for messages in "
-                     "flight: each connection commits 2 × --max-size, and one that would "
-                     "exceed the budget is refused with HTTP 503."),
-        click.option("--keep-secrets", is_flag=True, help="Store every header and query "
-                     "parameter value as sent (by default only values of headers known to hold "
-                     "no secret, such as Host, User-Agent or Origin, are stored)."),
-        click.option("--label", help="A note stored with each capture."),
-    ]  # fmt: skip
-
-    def decorate(fn: F) -> F:
-        for option in reversed(options):
-            fn = option(fn)
-        return fn
-
-    return decorate

@@ -11,13 +11,11 @@ import click
 
 from acp_proxy.cli.common import (
     CONTEXT,
-    allow_origin_option,
     db_option,
     db_path,
     handle_errors,
-    listener_options,
-    token_option,
 )
+from acp_proxy.cli.listening import allow_origin_option, listener_options, token_option
 from acp_proxy.cli.ws import listener_settings, parse_listen_option, serve_until_signal
 from acp_proxy.errors import UsageError
 from acp_proxy.record.link import RecorderLink

@@ -22,15 +22,13 @@ import click
 
 from acp_proxy.cli.common import (
     CONTEXT,
-    allow_origin_option,
     db_option,
     db_path,
     echo,
     fail,
     handle_errors,
-    listener_options,
-    token_option,
 )
+from acp_proxy.cli.listening import allow_origin_option, listener_options, token_option
 from acp_proxy.cli.otel import live_recorder_env, otel_options
 from acp_proxy.errors import ProxyError, UsageError
 from acp_proxy.record.link import RecorderLink
