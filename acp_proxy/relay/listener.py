@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from websockets.asyncio.server import serve as ws_serve
@@ -38,6 +38,7 @@ from acp_proxy.transports.headers import (
 )
 from acp_proxy.transports.lines import agent_endpoint
 from acp_proxy.transports.process import AgentProcess
+from acp_proxy.transports.tasks import Tasks
 from acp_proxy.transports.websocket import RelayServerConnection, WsEndpoint, open_client
 
 __all__ = ["Front", "serve"]
@@ -50,15 +51,10 @@ class Front:
         self.config = config
         self.writer = writer
         self.listen_url = ""
-        self.tasks: set[asyncio.Task[None]] = set()
+        self.tasks = Tasks()
         self.capacity = Capacity.for_messages(
             config.max_connections, config.max_in_flight, config.settings.max_size or 0
         )
-
-    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
 
     async def process_request(self, conn: Any, request: Request) -> Response | None:
         assert isinstance(conn, RelayServerConnection)
@@ -244,7 +240,7 @@ class _Session:
     def _abandon_soon(self) -> None:
         if not self.abandoning and not self.started:
             self.abandoning = True
-            self.front.spawn(self.abandon())
+            self.front.tasks.run(self.abandon())
 
     async def abandon(self) -> None:
         """The client went away before the relay started: undo what was opened, once the
@@ -347,5 +343,4 @@ async def serve(
         if ready is not None:
             ready(front.listen_url)
         await stop.wait()
-    for task in list(front.tasks):
-        await task
+    await front.tasks.wait()

@@ -55,5 +55,4 @@ class Upgrades:
         """Close open WebSocket connections with 1001 (going away), as ``ws`` does on a
         signal, and wait for their sessions to be recorded."""
         await self.hand_over.close(1001)
-        for t in list(self.front.tasks):
-            await t
+        await self.front.tasks.wait()

@@ -108,7 +108,19 @@ function parseRoute() {
   return { parts, query: new URLSearchParams(query || "") };
 }
 
-async function route() {
+// One route at a time, in the order the hash changed: a page still loading when the hash
+// changes again finishes first, so the newest hash is always rendered last (never
+// overwritten by an older one whose data came late); routes queued behind a newer one
+// are skipped.
+let routing = Promise.resolve();
+let routeGen = 0;
+function route() {
+  const gen = ++routeGen;
+  routing = routing.then(() => (gen === routeGen ? render() : undefined));
+  return routing;
+}
+
+async function render() {
   const r = parseRoute();
   const [head, cid, tab, item] = r.parts;
   state.terms = r.query.get("q") ? r.query.get("q").match(/[\p{L}\p{N}_]+/gu) || [] : [];
