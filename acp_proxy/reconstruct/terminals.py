@@ -11,9 +11,10 @@ What belongs here: the :class:`Terminal` record and the rules that change it —
   ``terminal/output`` results (the output captured so far: a snapshot), ``wait_for_exit``,
   ``kill`` and ``release``.
 
-Text is decoded with one incremental UTF-8 decoder per terminal, so a code point split across
-chunks decodes once it is whole; a snapshot resets the decoder. The screen is rendered with
-the ``pyte`` VT100 emulator (carriage returns, colours, cursor moves applied).
+Text is decoded incrementally as UTF-8, per terminal, so a code point split across chunks
+decodes once it is whole and bytes that are not UTF-8 show as U+FFFD; a snapshot starts the
+decoding again. The screen is rendered with the ``pyte`` VT100 emulator (carriage returns,
+colours, cursor moves applied).
 """
 
 from __future__ import annotations
@@ -45,7 +46,6 @@ DEFAULT_ROWS = 24
 MAX_COLS = 500
 MAX_SCREEN_ROWS = 1_000
 _MAX_ROWS = 10_000  # with the scrollback
-_Decoder = codecs.getincrementaldecoder("utf-8")
 
 
 @dataclass(slots=True)
@@ -92,7 +92,7 @@ class Terminal:
     replayed: bool = False  # first seen while session/load or resume replayed history
     events: list[TerminalEvent] = field(default_factory=list)
     anomalies: list[str] = field(default_factory=list)
-    _decoder: Any = field(default_factory=_Decoder)
+    _pending: bytes = b""  # the first bytes of a character split across chunks
     _since: int = 0  # index in events of the last snapshot
 
     # -- output -----------------------------------------------------------------------
@@ -100,14 +100,14 @@ class Terminal:
     def append(self, data: bytes, seq: int, t_ns: int, meta: Any = None) -> None:
         """Append bytes in received order; decode them carrying state over (§6.3)."""
         self.output += data
-        text = self._decoder.decode(data)
+        text = self._decode(data)
         self.events.append(TerminalEvent(seq, t_ns, "chunk", len(data), text, meta))
 
     def replace(self, data: bytes, seq: int, t_ns: int, kind: str = "snapshot") -> None:
         """Replace every stored byte with a snapshot; never merged with what was there."""
         self.output = bytearray(data)
-        self._decoder.reset()
-        text = self._decoder.decode(data)
+        self._pending = b""
+        text = self._decode(data)
         self._since = len(self.events)
         self.events.append(TerminalEvent(seq, t_ns, kind, len(data), text))
 
@@ -115,10 +115,18 @@ class Terminal:
     def text(self) -> str:
         """The output decoded as UTF-8; an incomplete trailing sequence shows as U+FFFD."""
         parts = [e.text for e in self.events[self._since :] if e.kind in _OUTPUT_KINDS]
-        pending = self._decoder.getstate()[0]
-        if pending:
-            parts.append(pending.decode("utf-8", "replace"))
+        if self._pending:
+            parts.append(self._pending.decode("utf-8", "replace"))
         return "".join(parts)
+
+    def _decode(self, data: bytes) -> str:
+        """The text ``data`` completes, decoding carrying state over: a character split
+        across chunks decodes once whole; bytes that are not UTF-8 show as U+FFFD."""
+        if self._pending:
+            data = self._pending + data
+        text, used = codecs.utf_8_decode(data, "replace", False)
+        self._pending = data[used:]
+        return text
 
     def _size(self) -> tuple[Any, Any]:
         if self.size is None:
@@ -331,10 +339,10 @@ def _plain_layout(text: str, width: int) -> list[str] | None:
     plain = _SGR.sub("", text).replace("\r\n", "\n")
     if _CONTROL.search(plain) or plain.count("\n") >= _MAX_ROWS:
         return None
+    if not plain.isascii() and any(wcwidth(ch) != 1 for ch in set(plain) if ord(ch) > 0x7F):
+        return None  # a wide, combining or unprintable character: the emulator lays it out
     out: list[str] = []
     for line in plain.split("\n"):
-        if not line.isascii() and any(wcwidth(ch) != 1 for ch in line):
-            return None
         if not line:
             out.append("")
             continue
