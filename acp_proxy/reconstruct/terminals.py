@@ -26,7 +26,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyte
 from wcwidth import wcwidth
 
 __all__ = [
@@ -133,10 +132,12 @@ class Terminal:
             return None, None
         return self.size.get("cols"), self.size.get("rows")
 
-    def screen(self) -> list[str]:
-        """The output as a terminal shows it, one string per line (see :func:`render_screen`)."""
+    def screen(self, text: str | None = None) -> list[str]:
+        """The output as a terminal shows it, one string per line (see :func:`render_screen`);
+        ``text`` is :attr:`text` when the caller has it already."""
         cols, rows = self._size()
-        return render_screen(self.text, cols if isinstance(cols, int) else None, rows)
+        text = self.text if text is None else text
+        return render_screen(text, cols if isinstance(cols, int) else None, rows)
 
     def screen_cells(self) -> list[list[Attrs]]:
         """:meth:`screen` with each character's attributes (see :func:`render_cells`)."""
@@ -289,6 +290,8 @@ def render_screen(text: str, cols: int | None = None, rows: Any = None) -> list[
 
 def _screen(text: str, width: int, height: int) -> Any:
     need = text.count("\n") + len(text) // width + 2
+    import pyte  # most output is laid out without it (_plain_layout)
+
     screen = pyte.Screen(width, min(max(height, need), _MAX_ROWS))
     screen.set_mode(pyte.modes.LNM)
     stream = pyte.Stream(screen)
@@ -331,6 +334,13 @@ def render_cells(text: str, cols: int | None = None, rows: Any = None) -> list[l
 
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+_ASCII = bytes(range(0x80))
+
+
+def _beyond_ascii(text: str) -> str:
+    """The characters of ``text`` that are not ASCII, in order (those that may be wide)."""
+    data = text.encode("utf-8", "surrogatepass").translate(None, _ASCII)
+    return data.decode("utf-8", "surrogatepass")
 
 
 def _plain_layout(text: str, width: int) -> list[str] | None:
@@ -339,10 +349,13 @@ def _plain_layout(text: str, width: int) -> list[str] | None:
     plain = _SGR.sub("", text).replace("\r\n", "\n")
     if _CONTROL.search(plain) or plain.count("\n") >= _MAX_ROWS:
         return None
-    if not plain.isascii() and any(wcwidth(ch) != 1 for ch in set(plain) if ord(ch) > 0x7F):
+    if not plain.isascii() and any(wcwidth(c) != 1 for c in set(_beyond_ascii(plain))):
         return None  # a wide, combining or unprintable character: the emulator lays it out
+    lines = plain.split("\n")
+    if max(map(len, lines)) <= width:  # nothing wraps
+        return [line.rstrip() for line in lines]
     out: list[str] = []
-    for line in plain.split("\n"):
+    for line in lines:
         if not line:
             out.append("")
             continue

@@ -1,5 +1,6 @@
 """Big captures for the tests of streaming, progress and the HTML export: recorded through
-the proxy in front of ``bench/flood_agent.py`` (message chunks), and a process's peak
+the proxy in front of ``bench/flood_agent.py`` (message chunks), or the sessions of tool
+calls, terminals and diffs the reconstruction benchmark builds; and a process's peak
 memory read from /proc while it runs.
 
 No tests here; the test modules import it.
@@ -7,11 +8,13 @@ No tests here; the test modules import it.
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from support.messages import import_frames
 from support.paths import ROOT
 from support.proc import PROXY, db_rows, wait_recorded
 
@@ -25,6 +28,18 @@ def record_flood(db: Path, frames: int, size: int = 200) -> None:
     )  # fmt: skip
     wait_recorded(db)
     assert db_rows(db, "SELECT COUNT(*) FROM messages") == [(frames,)]
+
+
+def record_sessions(db: Path, frames: int, work: Path) -> None:
+    """``frames`` frames of the synthetic v1 and v2 sessions of bench/bench_reconstruct.py
+    (a tool call, a terminal and a diff or two in every turn), imported into ``db``."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_reconstruct", ROOT / "bench" / "bench_reconstruct.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    import_frames(db, bench.build(frames), work)
 
 
 def peak_rss_kib(args: list[str]) -> int:
