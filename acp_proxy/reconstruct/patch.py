@@ -11,6 +11,7 @@ section to a known content, refusing when the context does not match.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from dataclasses import dataclass
 
@@ -44,11 +45,13 @@ def lines_of(text: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
 def unified(old: str | None, new: str | None, a: str, b: str | None = None) -> str:
     """A git-style unified diff from ``old`` to ``new`` (``None`` = the file is absent).
 
     ``a`` and ``b`` are the paths written in the headers (``b`` defaults to ``a``), without
-    the ``a/`` and ``b/`` prefixes. Returns ``""`` when nothing changed.
+    the ``a/`` and ``b/`` prefixes. Returns ``""`` when nothing changed. The last one made
+    is remembered: an edit shown as a diff is usually written next, the same change.
     """
     b = a if b is None else b
     if old == new and a == b:
