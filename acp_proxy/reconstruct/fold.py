@@ -17,7 +17,7 @@ from typing import Any
 
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.protocol.jsonrpc import id_token
-from acp_proxy.reconstruct.files import FileChange
+from acp_proxy.reconstruct.filestate import FileChange
 from acp_proxy.reconstruct.session import Permission, Turn
 from acp_proxy.reconstruct.terminals import TerminalEvent
 from acp_proxy.reconstruct.tools import StatusChange, apply_v1, apply_v2
@@ -63,8 +63,8 @@ class Reconstruction(Fold):
     are paired into messages here, requests and responses routed (``session/update`` is
     :class:`~acp_proxy.reconstruct.updates.Fold`'s)."""
 
-    def __init__(self, parts: frozenset[str] = EVERYTHING) -> None:
-        super().__init__(parts)
+    def __init__(self, parts: frozenset[str] = EVERYTHING, *, timelines: bool = True) -> None:
+        super().__init__(parts, timelines=timelines)
         self._pairer = Pairer()
 
     def only_session(self, sid: str) -> None:

@@ -20,6 +20,7 @@ __all__ = [
     "Section",
     "apply_hunks",
     "lines_of",
+    "section_for",
     "split_git_patch",
     "unified",
     "well_formed",
@@ -218,3 +219,19 @@ def well_formed(section: str) -> bool:
                 return False
             i += 1
     return True
+
+
+def section_for(
+    sections: list[Section], op: str, path: str | None, old_path: str | None
+) -> Section | None:
+    """The patch section for one change: same new path (old path for a delete)."""
+    for s in sections:
+        if op == "delete":
+            hit = path is not None and s.old_path == path
+        elif path is not None:
+            hit = s.new_path == path
+        else:
+            hit = old_path is not None and s.old_path == old_path
+        if hit:
+            return s
+    return None

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp_proxy.protocol.frames import Direction
-from acp_proxy.reconstruct.files import FileChange
+from acp_proxy.reconstruct.filestate import FileChange
 from acp_proxy.reconstruct.fold import TERMINAL_ANSWERS, Reconstruction
 from acp_proxy.reconstruct.terminals import Terminal
 from acp_proxy.reconstruct.tools import ToolCall
@@ -152,7 +152,7 @@ class _Streaming(Reconstruction):
     """The fold of one view, which writes out items whose last frame has been folded."""
 
     def __init__(self, view: str, hints: Hints, session: str | None) -> None:
-        super().__init__(frozenset({_PARTS[view]}))
+        super().__init__(frozenset({_PARTS[view]}), timelines=False)
         self.done: list[tuple[int, dict[str, Any]]] = []
         self.due: list[tuple[int, int, Key]] = []  # (seq, position, key): a heap
         self._last = hints.tools if view == "tools" else hints.terminals

@@ -73,7 +73,8 @@ Key = tuple[str, str]
 class Fold:
     """Everything a client showed, as far as the frames folded so far tell."""
 
-    def __init__(self, parts: frozenset[str] = EVERYTHING) -> None:
+    def __init__(self, parts: frozenset[str] = EVERYTHING, *, timelines: bool = True) -> None:
+        """``timelines``: keep each file's versions (see :class:`Files`)."""
         self.parts = parts
         self.protocol_version: int | None = None
         self.client_info: Any = None
@@ -83,7 +84,7 @@ class Fold:
         self.sessions: dict[str, SessionState] = {}
         self.tool_calls: dict[Key, ToolCall] = {}
         self.terminals: dict[Key, Terminal] = {}
-        self.files = Files()
+        self.files = Files(timelines=timelines)
         self.permissions: list[Permission] = []
         self.turns: list[Turn] = []
         self._open: dict[str, Turn] = {}

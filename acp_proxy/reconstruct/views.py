@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from acp_proxy.reconstruct.files import FileChange
+from acp_proxy.reconstruct.filestate import FileChange
 from acp_proxy.reconstruct.fold import Reconstruction
 from acp_proxy.reconstruct.session import Change, Permission, SessionState, Turn, intervals_ns
 from acp_proxy.reconstruct.terminals import Terminal, TerminalEvent
