@@ -34,7 +34,6 @@ __all__ = [
     "Ticker",
     "item_bytes",
     "write_list",
-    "write_streamed",
     "write_view",
 ]
 
@@ -132,21 +131,25 @@ def write_view(
     at: int | None = None,
     session: str | None = None,
     progress: Ticker | None = None,
+    fold_all: bool = True,
 ) -> None:
     """Write ``view`` (``tools``, ``terminals``, ``diffs``) of ``source`` up to frame ``at``
     (all of it when ``None``), of session ``session`` alone when given, as JSON to ``out``;
     ``progress`` is told how many frames have been read, as they are, and cleared before
-    anything is written."""
+    anything is written. Where folding only the frames the view needs cannot be exact (and
+    for a ``jsonl`` export), every frame is folded; without ``fold_all``,
+    :class:`~acp_proxy.reconstruct.stream.NotStreamable` is raised instead, with nothing
+    written."""
     progress = progress or _Quiet()
     paused = gc.isenabled()  # the folds make no cycles (see reconstruct.fold.reconstruct)
     gc.disable()
     try:
-        if source.store is not None:
-            try:
-                write_streamed(source, view, out, at=at, session=session, progress=progress)
-                return
-            except NotStreamable:
-                pass  # nothing was written: fold every frame instead
+        try:
+            _write_streamed(source, view, out, at, session, progress)
+            return
+        except NotStreamable:
+            if not fold_all:
+                raise
         items = _folded(source, view, at, session, progress)
         first = next(items, None)  # the fold is done: what is left is writing
         progress.clear()
@@ -156,19 +159,16 @@ def write_view(
             gc.enable()
 
 
-def write_streamed(
+def _write_streamed(
     source: Source,
     view: str,
     out: IO[bytes],
-    *,
-    at: int | None = None,
-    session: str | None = None,
-    progress: Ticker | None = None,
+    at: int | None,
+    session: str | None,
+    progress: Ticker,
 ) -> None:
-    """:func:`write_view` from the frames the view needs alone, for a capture of the
-    database; raises :class:`~acp_proxy.reconstruct.stream.NotStreamable` (having written
-    nothing) where that cannot be exact."""
-    progress = progress or _Quiet()
+    if source.store is None:
+        raise NotStreamable("a jsonl export is folded whole")
     spool = Spool()
     try:
         for position, item in _streamed(source, view, at, session, progress):

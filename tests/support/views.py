@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from acp_proxy.export.listing import VIEWS, write_streamed, write_view
+from acp_proxy.export.listing import VIEWS, write_view
 from acp_proxy.reconstruct import reconstruct
 from acp_proxy.reconstruct.views import diffs_json, terminals_json, tools_json
 from acp_proxy.store.refs import Source, resolve
@@ -30,7 +30,7 @@ def folded(source: Source, view: str, at: int | None = None, session: str | None
 def streamed(source: Source, view: str, at: int | None = None, session: str | None = None) -> bytes:
     """The view from the frames it needs alone (raises NotStreamable where that is not exact)."""
     out = io.BytesIO()
-    write_streamed(source, view, out, at=at, session=session)
+    write_view(source, view, out, at=at, session=session, fold_all=False)
     return out.getvalue()
 
 
