@@ -190,8 +190,9 @@ def _streamed(
     elif view == "terminals":
         hints.terminals = store.last_mentions(cid, "terminal_id", upto_seq=at)
     s = SELECTIONS[view]
+    methods = s.methods | s.answered
     rows = store.view_frames(
-        cid, methods=s.methods, kinds=s.kinds, marked=s.marked, markers=s.markers, upto_seq=at
+        cid, methods=methods, kinds=s.kinds, marked=s.marked, markers=s.markers, upto_seq=at
     )
     reached = [-1]
 

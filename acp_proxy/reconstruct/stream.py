@@ -63,11 +63,13 @@ class NotStreamable(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Selection:
-    """The frames a view needs: requests, notifications and responses by ``method`` (a
-    response's is its request's); ``session/update`` by kind, all of them (``kinds``) or
-    those whose bytes hold one of ``markers`` (``marked``)."""
+    """The frames a view needs: requests and notifications by ``method``; requests whose
+    answers it reads, and those answers (``answered``: an answer's method is its
+    request's); ``session/update`` by kind, all of them (``kinds``) or those whose bytes
+    hold one of ``markers`` (``marked``)."""
 
     methods: frozenset[str]
+    answered: frozenset[str]
     kinds: frozenset[str] = frozenset()
     marked: frozenset[str] = frozenset()
     markers: tuple[bytes, ...] = ()
@@ -77,23 +79,17 @@ _SETUP = frozenset({"initialize", "session/new", "session/fork", "session/load",
 _ESCAPE = b"\\u"  # a JSON string may spell any character as \uXXXX
 SELECTIONS = {
     "tools": Selection(
-        _SETUP | {"session/request_permission", "tool_call/cancel"}, kinds=TOOL_UPDATES
+        frozenset({"session/request_permission", "tool_call/cancel"}), _SETUP, kinds=TOOL_UPDATES
     ),
     "terminals": Selection(
-        _SETUP
-        | {
-            "terminal/create",
-            "terminal/output",
-            "terminal/wait_for_exit",
-            "terminal/kill",
-            "terminal/release",
-            "terminal/cancel",
-        },
+        frozenset({"terminal/kill", "terminal/release", "terminal/cancel"}),
+        _SETUP | TERMINAL_ANSWERS | {"terminal/create"},
         kinds=frozenset({"terminal_update", "terminal_output_chunk"}),
         marked=TOOL_UPDATES,
         markers=(b'"terminal"', _ESCAPE),
     ),
     "diffs": Selection(
+        frozenset(),
         _SETUP | {"fs/read_text_file", "fs/write_text_file"},
         marked=TOOL_UPDATES,
         markers=(b'"diff"', _ESCAPE),
@@ -125,7 +121,7 @@ def stream_view(
     :data:`SELECTIONS` chose, in ``seq`` order; ``tick`` is given the ``seq`` reached, now
     and then. Raises :class:`NotStreamable`."""
     fold = _Streaming(view, hints, session)
-    pairs = StoredPairs(SELECTIONS[view].methods)
+    pairs = StoredPairs(SELECTIONS[view].answered)
     take, ask, due, changes, done = fold.take, fold.ask, fold.due, fold.files.changes, fold.done
     for n, (seq, how, t_ns, raw, request_seq) in enumerate(rows, 1):
         if how == _ODD:
