@@ -19,10 +19,11 @@ What a view needs:
   :class:`~acp_proxy.reconstruct.wire.StoredPairs`).
 - An item can no longer change once the last frame that names it has been folded: the
   ``hints`` say which that is, per tool call id and terminal id, from the recorder's
-  ``tool_call_id`` and ``terminal_id`` (a response counting for its request's). A file change
-  is final when made, an ``fs/write_text_file`` once answered. If a frame touches an item
-  already written out (the recorder's fields did not name it), :class:`NotStreamable` is
-  raised: nothing else is guessed.
+  ``tool_call_id`` and ``terminal_id``. A terminal also waits for the answer to a request
+  whose answer changes it (:data:`~acp_proxy.reconstruct.fold.TERMINAL_ANSWERS`), and an
+  anchor a tool call sends again changes nothing. A file change is final when made, an
+  ``fs/write_text_file`` once answered. If a frame touches an item already written out (the
+  recorder's fields did not name it), :class:`NotStreamable` is raised: nothing is guessed.
 """
 
 from __future__ import annotations
