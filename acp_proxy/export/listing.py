@@ -22,8 +22,7 @@ from collections.abc import Iterable, Iterator
 from typing import IO, Any, Protocol
 
 from acp_proxy.reconstruct.fold import Reconstruction
-from acp_proxy.reconstruct.stream import SELECTIONS, Hints, NotStreamable, stream_view
-from acp_proxy.reconstruct.updates import FILES, TERMINALS, TOOLS
+from acp_proxy.reconstruct.stream import PARTS, SELECTIONS, Hints, NotStreamable, stream_view
 from acp_proxy.reconstruct.views import change_json, terminal_json, tool_json
 from acp_proxy.store.refs import Source
 from acp_proxy.text.safe import json_bytes
@@ -37,8 +36,7 @@ __all__ = [
     "write_view",
 ]
 
-VIEWS = ("tools", "terminals", "diffs")
-_PARTS = {"tools": TOOLS, "terminals": TERMINALS, "diffs": FILES}
+VIEWS = tuple(PARTS)
 
 
 class Ticker(Protocol):
@@ -206,7 +204,7 @@ def _streamed(
 def _folded(
     source: Source, view: str, at: int | None, session: str | None, progress: Ticker
 ) -> Iterator[dict[str, Any]]:
-    r = Reconstruction(frozenset({_PARTS[view]}))
+    r = Reconstruction(frozenset({PARTS[view]}))
     for frame in source.plain_frames(upto_seq=at):
         r.feed(frame)
         progress.advance()

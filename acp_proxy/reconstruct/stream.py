@@ -43,6 +43,7 @@ from acp_proxy.reconstruct.views import change_json, terminal_json, tool_json
 from acp_proxy.reconstruct.wire import Message, StoredPairs
 
 __all__ = [
+    "PARTS",
     "SELECTIONS",
     "Hints",
     "NotStreamable",
@@ -96,7 +97,8 @@ SELECTIONS = {
         markers=(b'"diff"', _ESCAPE),
     ),
 }
-_PARTS = {"tools": TOOLS, "terminals": TERMINALS, "diffs": FILES}
+PARTS = {"tools": TOOLS, "terminals": TERMINALS, "diffs": FILES}
+"""The part of a reconstruction each view shows."""
 _TICK = 4096  # rows between two calls of ``tick``
 
 
@@ -149,7 +151,7 @@ class _Streaming(Reconstruction):
     """The fold of one view, which writes out items whose last frame has been folded."""
 
     def __init__(self, view: str, hints: Hints, session: str | None) -> None:
-        super().__init__(frozenset({_PARTS[view]}), timelines=False)
+        super().__init__(frozenset({PARTS[view]}), timelines=False)
         self.done: list[tuple[int, dict[str, Any]]] = []
         self.due: list[tuple[int, int, Key]] = []  # (seq, position, key): a heap
         self._last = hints.tools if view == "tools" else hints.terminals
