@@ -6,12 +6,18 @@ the real recorder (a :class:`RecorderLink`, the journal and the recorder process
 ``acp-proxy record`` does). Then each command runs as a user runs it, in its own process,
 with its output read through a pipe:
 
-- ``tools --json``, ``terminals --json``, ``diffs --json``: wall time to exit, peak RSS;
+- ``tools --json``, ``terminals --json``, ``diffs --json``: wall time to exit, peak RSS
+  (the median time and the largest peak of ``--runs`` runs);
 - ``show``: the time until its first line is on the pipe, and to the end.
+
+With ``--against REV``, the same commands also run from the code of git revision ``REV``
+(extracted to a temporary directory), one after the other in the same run, so the two can
+be compared on a shared, noisy machine.
 
     /work/venv/bin/python bench/bench_read.py              # 1 000 000 frames
     /work/venv/bin/python bench/bench_read.py --frames 100000
     /work/venv/bin/python bench/bench_read.py --db PATH    # reuse a database built before
+    /work/venv/bin/python bench/bench_read.py --db PATH --against HEAD~3 --runs 3
 
 Figures and the machine they came from are in docs/performance.md ("Reading").
 """
@@ -23,6 +29,7 @@ import os
 import platform
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -73,14 +80,15 @@ def rows(db: Path) -> int:
         con.close()
 
 
-def run_view(db: Path, *args: str) -> tuple[float, float, int]:
-    """(seconds to exit, peak RSS in MiB, bytes of output) of one command."""
+def run_view(db: Path, *args: str, code: Path = ROOT) -> tuple[float, float, int]:
+    """(seconds to exit, peak RSS in MiB, bytes of output) of one command, run from the
+    package in ``code`` (``python -m`` imports it from the working directory)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         ["/usr/bin/time", "-f", "%M", *PROXY, *args, "--db", str(db)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        cwd=ROOT,
+        cwd=code,
     )
     out, err = proc.communicate()
     took = time.perf_counter() - t0
@@ -133,10 +141,29 @@ def measure(quick: bool) -> list[Row]:
     return rows
 
 
+def runs(db: Path, view: str, n: int, code: Path = ROOT) -> tuple[float, float, int]:
+    """The median seconds, the largest peak RSS and the output size of ``n`` runs."""
+    done = [run_view(db, view, "--json", code=code) for _ in range(n)]
+    return statistics.median(t for t, _, _ in done), max(p for _, p, _ in done), done[-1][2]
+
+
+def checkout(rev: str, into: Path) -> Path:
+    """The tree of git revision ``rev``, extracted under ``into``."""
+    tree = into / "tree"
+    tree.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", rev], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=1_000_000)
     ap.add_argument("--db", type=Path, help="a database built by an earlier run")
+    ap.add_argument("--runs", type=int, default=1, help="runs of each view (median time)")
+    ap.add_argument("--against", metavar="REV", help="also run the views of git revision REV")
     args = ap.parse_args()
     print(
         f"python {platform.python_version()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}"
@@ -150,12 +177,19 @@ def main() -> None:
         db = args.db
     n = rows(db)
     print(f"database: {n:,} frames, {db.stat().st_size / 1e6:,.0f} MB\n")
-    print(f"  {'command':<22} {'seconds':>8} {'peak RSS':>10} {'output':>10}")
+    codes = [("", ROOT)]
+    if args.against:
+        codes.append((args.against, checkout(args.against, Path(tempfile.mkdtemp()))))
+    print(f"  {'command':<30} {'seconds':>8} {'peak RSS':>10} {'output':>10}")
     for view in ("tools", "terminals", "diffs"):
-        took, peak, size = run_view(db, view, "--json")
-        print(f"  {view + ' --json':<22} {took:>8.2f} {peak:>7.0f} MiB {size / 1e6:>7.1f} MB")
+        for rev, code in codes:
+            took, peak, size = runs(db, view, args.runs, code)
+            name = f"{view} --json" + (f" ({rev})" if rev else "")
+            print(f"  {name:<30} {took:>8.2f} {peak:>7.0f} MiB {size / 1e6:>7.1f} MB")
+    for _, code in codes[1:]:
+        shutil.rmtree(code.parent, ignore_errors=True)
     first, took, peak = first_line(db, "show")
-    print(f"  {'show':<22} {took:>8.2f} {peak:>7.0f} MiB   first line after {first:.2f} s")
+    print(f"  {'show':<30} {took:>8.2f} {peak:>7.0f} MiB   first line after {first:.2f} s")
 
 
 if __name__ == "__main__":

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 import click
-import orjson
 
 from acp_proxy.errors import ProxyError, UsageError
 from acp_proxy.store.reader import Store, default_db_path
-from acp_proxy.text.safe import json_visible_bytes, visible
+from acp_proxy.text.safe import json_bytes, visible
 from acp_proxy.text.style import Styled, paint
 
 __all__ = [
@@ -339,8 +338,7 @@ def open_store(db: Path | None) -> Store:
 
 def dump_json(v: Any, *, indent: bool = True) -> None:
     """Print ``v`` as JSON (C1 controls escaped too: :func:`~acp_proxy.text.safe.json_visible`)."""
-    option = orjson.OPT_INDENT_2 if indent else 0
-    click.echo(json_visible_bytes(orjson.dumps(v, option=option, default=str)))
+    click.echo(json_bytes(v, indent=indent))
 
 
 def check_at(at: int | None) -> None:

@@ -8,6 +8,7 @@ a ``jsonl`` export such as the samples in ``recordings/``.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,6 @@ from acp_proxy.cli.common import (
 from acp_proxy.errors import UsageError
 from acp_proxy.protocol.frames import Frame
 from acp_proxy.reconstruct import Reconstruction, reconstruct
-from acp_proxy.reconstruct.views import diffs_json, terminals_json, tools_json
 from acp_proxy.store.refs import is_file_ref, resolve
 from acp_proxy.text.views import diffs_lines, terminals_lines, tools_lines
 
@@ -43,6 +43,7 @@ __all__ = [
     "export_text",
     "load_frames",
     "load_reconstruction",
+    "print_json_view",
     "print_view",
     "terminals",
     "tools",
@@ -65,12 +66,34 @@ def load_frames(db: Path | None, capture: str | None, at: int | None = None) -> 
     source = resolve(capture, db_path(db))
     if source.is_file:
         return (sf.frame for sf in source.frames(upto_seq=at))
-    c = source.capture
+    return _progress(source.capture, at).wrap(source.plain_frames(upto_seq=at))
+
+
+def _progress(c: dict[str, Any], at: int | None) -> Progress:
+    """Progress of reading capture ``c`` (up to ``at``)."""
     total = c.get("message_count") or 0
     if at is not None:
         total = min(total, at + 1)
-    progress = Progress(f"reading capture {c['id']}", total)
-    return progress.wrap(source.plain_frames(upto_seq=at))
+    return Progress(f"reading capture {c['id']}", total)
+
+
+def print_json_view(
+    db: Path | None, capture: str | None, view: str, at: int | None, session: str | None = None
+) -> None:
+    """``VIEW --json`` for ``tools``, ``terminals`` and ``diffs``: written as it is folded
+    (:func:`~acp_proxy.export.listing.write_view`)."""
+    from acp_proxy.export.listing import write_view
+
+    check_at(at)
+    source = resolve(capture, db_path(db))
+    try:
+        if source.is_file:
+            write_view(source, view, sys.stdout.buffer, at=at, session=session)
+            return
+        with _progress(source.capture, at) as p:
+            write_view(source, view, sys.stdout.buffer, at=at, session=session, progress=p)
+    finally:
+        source.close()
 
 
 def load_reconstruction(
@@ -113,9 +136,7 @@ def at_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
-def _view(
-    name: str, doc: str, to_json: Callable[[Reconstruction], Any], to_lines: Callable[..., Any]
-) -> click.Command:
+def _view(name: str, doc: str, to_lines: Callable[..., Any]) -> click.Command:
     @click.command(name, cls=CaptureCommand, context_settings=CONTEXT, help=doc)
     @db_option
     @json_option
@@ -126,10 +147,10 @@ def _view(
     def command(
         db: Path | None, as_json: bool, at: int | None, capture: str | None, no_pager: bool
     ) -> None:
-        r = load_reconstruction(db, capture, at)
         if as_json:
-            dump_json(to_json(r))
+            print_json_view(db, capture, name, at)
             return
+        r = load_reconstruction(db, capture, at)
         with paged(not no_pager):
             for line in _lines(to_lines, r, Ending(db, capture, at)):
                 echo(line)
@@ -169,6 +190,9 @@ def print_view(
     }
     if view not in table:
         raise UsageError(f"no view {view!r} (choose from {', '.join(SHOW_VIEWS)})")
+    if as_json and view in ("tools", "terminals", "diffs"):
+        print_json_view(db, capture, view, at, session)
+        return
     r = load_reconstruction(db, capture, at, session=session)
     to_json, to_lines = table[view]
     ending = Ending(db, capture, at)
@@ -235,7 +259,6 @@ tools = _view(
         acp-proxy tools 3 --at 120
         acp-proxy tools recordings/demo-v1.jsonl --json
     """,
-    tools_json,
     tools_lines,
 )
 terminals = _view(
@@ -250,7 +273,6 @@ terminals = _view(
     Example:
         acp-proxy terminals --json | jq -r '.[0].screen[]'
     """,
-    terminals_json,
     terminals_lines,
 )
 diffs = _view(
@@ -262,6 +284,5 @@ diffs = _view(
         acp-proxy diffs 3
         acp-proxy export 3 --format patch | git apply --check
     """,
-    diffs_json,
     diffs_lines,
 )

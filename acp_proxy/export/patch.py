@@ -9,7 +9,7 @@ the path (docs/protocol.md §6.3), those sections are used as sent, with their a
 relative to the session's working directory. Anything else is skipped, with a reason.
 
 The patch is applied by someone trusting it, so no path in it may leave the workspace
-(:func:`~acp_proxy.reconstruct.files.workspace_path`): a path outside the working directory,
+(:func:`~acp_proxy.reconstruct.paths.workspace_path`): a path outside the working directory,
 one climbing out with ``..`` or into ``.git``, is skipped; so is a v2 section that is not
 plain (:func:`~acp_proxy.reconstruct.patch.well_formed`), since ``git apply`` would read
 lines after its hunks as the header of another file.
@@ -20,9 +20,10 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
-from acp_proxy.reconstruct.files import FileChange, FileHistory, workspace_path
+from acp_proxy.reconstruct.filestate import FileChange, FileHistory
 from acp_proxy.reconstruct.fold import Reconstruction
 from acp_proxy.reconstruct.patch import HEADER_PATHS, unified, well_formed
+from acp_proxy.reconstruct.paths import workspace_path
 
 __all__ = ["PatchResult", "session_patch"]
 

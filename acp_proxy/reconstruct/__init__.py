@@ -15,7 +15,8 @@ that state (JSON views). Nothing here does I/O: callers hand in frames (from a
 
 from __future__ import annotations
 
-from acp_proxy.reconstruct.files import FileChange, FileHistory, Files, FileVersion
+from acp_proxy.reconstruct.files import Files
+from acp_proxy.reconstruct.filestate import FileChange, FileHistory, FileVersion
 from acp_proxy.reconstruct.fold import Reconstruction, reconstruct
 from acp_proxy.reconstruct.session import Permission, SessionState, Turn
 from acp_proxy.reconstruct.terminals import Terminal, TerminalEvent, render_screen

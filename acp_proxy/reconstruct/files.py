@@ -11,149 +11,36 @@ What belongs here: what the recorded traffic says about files —
 * ``fs/read_text_file`` results (what the agent saw) and ``fs/write_text_file`` params (what
   it wrote), v1 §4.1.
 
-Each path gets a timeline of versions. A content is "known" only when the traffic shows it
+Each path gets a timeline of versions (unless no view needs it: then only the versions a
+refused write may go back to are kept). A content is "known" only when the traffic shows it
 whole (a full read, a v1 diff, a write, or a v2 patch applied to a known content). A diff
 whose old text does not match the last known content is flagged ``stale``.
 """
 
 from __future__ import annotations
 
-import posixpath
-from dataclasses import dataclass, field
 from typing import Any
 
-from acp_proxy.reconstruct.patch import Section, apply_hunks, split_git_patch, unified
+from acp_proxy.reconstruct.filestate import FileChange, FileHistory, FileVersion
+from acp_proxy.reconstruct.patch import Section, apply_hunks, section_for, split_git_patch
+from acp_proxy.reconstruct.paths import display_path
 
-__all__ = [
-    "FileChange",
-    "FileHistory",
-    "FileVersion",
-    "Files",
-    "display_path",
-    "workspace_path",
-]
+__all__ = ["Files"]
 
 _PAIR_OPS = frozenset({"move", "copy"})
-
-
-def workspace_path(path: str, cwd: str | None) -> str | None:
-    """``path`` relative to the workspace ``cwd``, or ``None`` when it is not safely inside.
-
-    An absolute path must start with ``cwd``; a relative one is taken as relative to it.
-    The relative path must stay in the workspace as written, since that is how ``git apply``
-    reads it: no ``..``, ``.`` or empty components, no ``.git`` (a repository's hooks and
-    config), no control characters (a line break would start another patch line).
-    """
-    if posixpath.isabs(path):
-        root = (cwd or "").rstrip("/") + "/"
-        if root == "/" or not posixpath.isabs(root) or not path.startswith(root):
-            return None
-        path = path[len(root) :]
-    parts = path.split("/")
-    if any(p in ("", ".", "..") or p.lower() == ".git" for p in parts):
-        return None
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path):
-        return None
-    return path
-
-
-def display_path(path: str, cwd: str | None) -> str:
-    """``path`` relative to ``cwd`` when it is inside it (:func:`workspace_path`), else the
-    path as sent: a path that leaves the workspace is never shown as one that does not."""
-    rel = workspace_path(path, cwd) if posixpath.isabs(path) else None
-    return rel if rel is not None else path
-
-
-@dataclass(slots=True)
-class FileChange:
-    """One change to one path: a row of ``acp-proxy diffs``."""
-
-    path: str | None
-    operation: str
-    old_path: str | None
-    session_id: str | None
-    tool_call_id: str | None
-    seq: int
-    t_ns: int
-    source: str  # "diff" (tool call content), "fs_write"
-    file_type: str | None = None
-    mime_type: str | None = None
-    section: str | None = None  # v2: the git_patch section for this change, as sent
-    rel: str | None = None  # when both sides are known: the path to write in a made patch
-    old_text: str | None = None
-    new_text: str | None = None
-    stale: bool = False
-    ok: bool | None = None  # fs_write: whether the client reported success
-    meta: Any = None
-    raw: Any = None
-    _made: str | None = None
-
-    @property
-    def patch(self) -> str | None:
-        """Unified diff text: the v2 section as sent, else one made from the known old and
-        new texts (made when first asked for, as most views never need it); ``None`` when
-        neither exists or nothing changed."""
-        if self.section is not None:
-            return self.section
-        if self.rel is None:
-            return None
-        if self._made is None:
-            self._made = unified(self.old_text, self.new_text, self.rel)
-        return self._made or None
-
-
-@dataclass(slots=True)
-class FileVersion:
-    """A point in a path's timeline: what happened and what is known afterwards."""
-
-    seq: int
-    t_ns: int
-    operation: str  # read, write, add, delete, modify, move_from, move_to, copy_to, other
-    source: str
-    session_id: str | None
-    tool_call_id: str | None
-    exists: bool | None
-    content: str | None
-    partial: bool = False
-    stale: bool = False
-    diverged: bool = False  # a read showed a content other than the last known one
-
-
-@dataclass(slots=True)
-class FileHistory:
-    path: str
-    start_exists: bool | None = None
-    start_content: str | None = None
-    exists: bool | None = None
-    content: str | None = None
-    versions: list[FileVersion] = field(default_factory=list)
-    disk_exists: bool | None = None  # as last shown by fs/read_text_file or written
-    disk_content: str | None = None
-    _started: bool = False
-
-    def start(self, exists: bool | None, content: str | None) -> None:
-        if not self._started:
-            self._started = True
-            self.start_exists, self.start_content = exists, content
-
-    def content_at(self, seq: int) -> tuple[bool | None, str | None]:
-        """``(exists, content)`` after every version up to ``seq`` (``None`` = unknown)."""
-        state: tuple[bool | None, str | None] = (self.start_exists, self.start_content)
-        for v in self.versions:
-            if v.seq > seq:
-                break
-            if not v.partial:
-                state = (v.exists, v.content)
-        return state
 
 
 class Files:
     """The file fold: changes in arrival order and a history per path."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, timelines: bool = True) -> None:
+        """``timelines``: keep every version of each path (the ``files`` view); without,
+        only those a refused write may go back to."""
         self.changes: list[FileChange] = []
         self.paths: dict[str, FileHistory] = {}
         self._disk_before: dict[int, tuple[bool | None, str | None]] = {}
+        self._timelines = timelines
+        self._unanswered: dict[str, list[int]] = {}  # path: seqs of writes not answered
 
     def history(self, path: str) -> FileHistory:
         h = self.paths.get(path)
@@ -165,6 +52,12 @@ class Files:
         h.versions.append(v)
         if not v.partial:
             h.exists, h.content = v.exists, v.content
+        if not self._timelines:
+            self._forget(h)
+
+    def _forget(self, h: FileHistory) -> None:
+        waiting = self._unanswered.get(h.path)
+        h.forget_before(waiting[0] if waiting else None)
 
     # -- v1 -----------------------------------------------------------------------------
 
@@ -283,6 +176,7 @@ class Files:
         )
         self.changes.append(change)
         self._disk_before[id(change)] = disk_before
+        self._unanswered.setdefault(path, []).append(seq)
         self._version(h, FileVersion(seq, t_ns, "write", "fs_write", sid, None, True, content))
         return change
 
@@ -295,10 +189,22 @@ class Files:
         h.versions = [v for v in h.versions if not (v.seq == change.seq and v.source == "fs_write")]
         h.exists, h.content = h.content_at(seq)
         h.disk_exists, h.disk_content = self._disk_before.pop(id(change), (None, None))
+        self._answered(h, change)
 
     def write_done(self, change: FileChange) -> None:
         change.ok = True
         self._disk_before.pop(id(change), None)
+        if change.path is not None:
+            self._answered(self.history(change.path), change)
+
+    def _answered(self, h: FileHistory, change: FileChange) -> None:
+        waiting = self._unanswered.pop(h.path, [])
+        if change.seq in waiting:
+            waiting.remove(change.seq)
+        if waiting:
+            self._unanswered[h.path] = waiting
+        if not self._timelines:
+            self._forget(h)
 
     # -- v2 -----------------------------------------------------------------------------
 
@@ -328,7 +234,7 @@ class Files:
         op = op if isinstance(op, str) else "unknown"
         path = c.get("path") if isinstance(c.get("path"), str) else None
         old_path = c.get("oldPath") if isinstance(c.get("oldPath"), str) else None
-        section = _match(sections, op, path, old_path)
+        section = section_for(sections, op, path, old_path)
         fc = FileChange(
             path,
             op,
@@ -404,19 +310,3 @@ def _stale(h: FileHistory, expect_exists: bool, expect: str | None) -> bool:
     if h.exists != expect_exists:
         return True
     return expect is not None and h.content is not None and h.content != expect
-
-
-def _match(
-    sections: list[Section], op: str, path: str | None, old_path: str | None
-) -> Section | None:
-    """The patch section for one change: same new path (old path for a delete)."""
-    for s in sections:
-        if op == "delete":
-            hit = path is not None and s.old_path == path
-        elif path is not None:
-            hit = s.new_path == path
-        else:
-            hit = old_path is not None and s.old_path == old_path
-        if hit:
-            return s
-    return None

@@ -11,6 +11,7 @@ section to a known content, refusing when the context does not match.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ __all__ = [
     "Section",
     "apply_hunks",
     "lines_of",
+    "section_for",
     "split_git_patch",
     "unified",
     "well_formed",
@@ -44,11 +46,13 @@ def lines_of(text: str) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=1)
 def unified(old: str | None, new: str | None, a: str, b: str | None = None) -> str:
     """A git-style unified diff from ``old`` to ``new`` (``None`` = the file is absent).
 
     ``a`` and ``b`` are the paths written in the headers (``b`` defaults to ``a``), without
-    the ``a/`` and ``b/`` prefixes. Returns ``""`` when nothing changed.
+    the ``a/`` and ``b/`` prefixes. Returns ``""`` when nothing changed. The last one made
+    is remembered: an edit shown as a diff is usually written next, the same change.
     """
     b = a if b is None else b
     if old == new and a == b:
@@ -215,3 +219,19 @@ def well_formed(section: str) -> bool:
                 return False
             i += 1
     return True
+
+
+def section_for(
+    sections: list[Section], op: str, path: str | None, old_path: str | None
+) -> Section | None:
+    """The patch section for one change: same new path (old path for a delete)."""
+    for s in sections:
+        if op == "delete":
+            hit = path is not None and s.old_path == path
+        elif path is not None:
+            hit = s.new_path == path
+        else:
+            hit = old_path is not None and s.old_path == old_path
+        if hit:
+            return s
+    return None

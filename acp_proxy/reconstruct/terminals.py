@@ -11,9 +11,10 @@ What belongs here: the :class:`Terminal` record and the rules that change it —
   ``terminal/output`` results (the output captured so far: a snapshot), ``wait_for_exit``,
   ``kill`` and ``release``.
 
-Text is decoded with one incremental UTF-8 decoder per terminal, so a code point split across
-chunks decodes once it is whole; a snapshot resets the decoder. The screen is rendered with
-the ``pyte`` VT100 emulator (carriage returns, colours, cursor moves applied).
+Text is decoded incrementally as UTF-8, per terminal, so a code point split across chunks
+decodes once it is whole and bytes that are not UTF-8 show as U+FFFD; a snapshot starts the
+decoding again. The screen is rendered with the ``pyte`` VT100 emulator (carriage returns,
+colours, cursor moves applied).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyte
 from wcwidth import wcwidth
 
 __all__ = [
@@ -45,7 +45,6 @@ DEFAULT_ROWS = 24
 MAX_COLS = 500
 MAX_SCREEN_ROWS = 1_000
 _MAX_ROWS = 10_000  # with the scrollback
-_Decoder = codecs.getincrementaldecoder("utf-8")
 
 
 @dataclass(slots=True)
@@ -92,7 +91,7 @@ class Terminal:
     replayed: bool = False  # first seen while session/load or resume replayed history
     events: list[TerminalEvent] = field(default_factory=list)
     anomalies: list[str] = field(default_factory=list)
-    _decoder: Any = field(default_factory=_Decoder)
+    _pending: bytes = b""  # the first bytes of a character split across chunks
     _since: int = 0  # index in events of the last snapshot
 
     # -- output -----------------------------------------------------------------------
@@ -100,14 +99,14 @@ class Terminal:
     def append(self, data: bytes, seq: int, t_ns: int, meta: Any = None) -> None:
         """Append bytes in received order; decode them carrying state over (§6.3)."""
         self.output += data
-        text = self._decoder.decode(data)
+        text = self._decode(data)
         self.events.append(TerminalEvent(seq, t_ns, "chunk", len(data), text, meta))
 
     def replace(self, data: bytes, seq: int, t_ns: int, kind: str = "snapshot") -> None:
         """Replace every stored byte with a snapshot; never merged with what was there."""
         self.output = bytearray(data)
-        self._decoder.reset()
-        text = self._decoder.decode(data)
+        self._pending = b""
+        text = self._decode(data)
         self._since = len(self.events)
         self.events.append(TerminalEvent(seq, t_ns, kind, len(data), text))
 
@@ -115,20 +114,30 @@ class Terminal:
     def text(self) -> str:
         """The output decoded as UTF-8; an incomplete trailing sequence shows as U+FFFD."""
         parts = [e.text for e in self.events[self._since :] if e.kind in _OUTPUT_KINDS]
-        pending = self._decoder.getstate()[0]
-        if pending:
-            parts.append(pending.decode("utf-8", "replace"))
+        if self._pending:
+            parts.append(self._pending.decode("utf-8", "replace"))
         return "".join(parts)
+
+    def _decode(self, data: bytes) -> str:
+        """The text ``data`` completes, decoding carrying state over: a character split
+        across chunks decodes once whole; bytes that are not UTF-8 show as U+FFFD."""
+        if self._pending:
+            data = self._pending + data
+        text, used = codecs.utf_8_decode(data, "replace", False)
+        self._pending = data[used:]
+        return text
 
     def _size(self) -> tuple[Any, Any]:
         if self.size is None:
             return None, None
         return self.size.get("cols"), self.size.get("rows")
 
-    def screen(self) -> list[str]:
-        """The output as a terminal shows it, one string per line (see :func:`render_screen`)."""
+    def screen(self, text: str | None = None) -> list[str]:
+        """The output as a terminal shows it, one string per line (see :func:`render_screen`);
+        ``text`` is :attr:`text` when the caller has it already."""
         cols, rows = self._size()
-        return render_screen(self.text, cols if isinstance(cols, int) else None, rows)
+        text = self.text if text is None else text
+        return render_screen(text, cols if isinstance(cols, int) else None, rows)
 
     def screen_cells(self) -> list[list[Attrs]]:
         """:meth:`screen` with each character's attributes (see :func:`render_cells`)."""
@@ -281,6 +290,8 @@ def render_screen(text: str, cols: int | None = None, rows: Any = None) -> list[
 
 def _screen(text: str, width: int, height: int) -> Any:
     need = text.count("\n") + len(text) // width + 2
+    import pyte  # most output is laid out without it (_plain_layout)
+
     screen = pyte.Screen(width, min(max(height, need), _MAX_ROWS))
     screen.set_mode(pyte.modes.LNM)
     stream = pyte.Stream(screen)
@@ -323,6 +334,13 @@ def render_cells(text: str, cols: int | None = None, rows: Any = None) -> list[l
 
 _SGR = re.compile(r"\x1b\[[0-9;:]*m")
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+_ASCII = bytes(range(0x80))
+
+
+def _beyond_ascii(text: str) -> str:
+    """The characters of ``text`` that are not ASCII, in order (those that may be wide)."""
+    data = text.encode("utf-8", "surrogatepass").translate(None, _ASCII)
+    return data.decode("utf-8", "surrogatepass")
 
 
 def _plain_layout(text: str, width: int) -> list[str] | None:
@@ -331,10 +349,13 @@ def _plain_layout(text: str, width: int) -> list[str] | None:
     plain = _SGR.sub("", text).replace("\r\n", "\n")
     if _CONTROL.search(plain) or plain.count("\n") >= _MAX_ROWS:
         return None
+    if not plain.isascii() and any(wcwidth(c) != 1 for c in set(_beyond_ascii(plain))):
+        return None  # a wide, combining or unprintable character: the emulator lays it out
+    lines = plain.split("\n")
+    if max(map(len, lines)) <= width:  # nothing wraps
+        return [line.rstrip() for line in lines]
     out: list[str] = []
-    for line in plain.split("\n"):
-        if not line.isascii() and any(wcwidth(ch) != 1 for ch in line):
-            return None
+    for line in lines:
         if not line:
             out.append("")
             continue

@@ -12,25 +12,40 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from acp_proxy.reconstruct.filestate import FileChange
 from acp_proxy.reconstruct.fold import Reconstruction
 from acp_proxy.reconstruct.session import Change, Permission, SessionState, Turn, intervals_ns
-from acp_proxy.reconstruct.terminals import Terminal
+from acp_proxy.reconstruct.terminals import Terminal, TerminalEvent
 from acp_proxy.reconstruct.tools import ToolCall
 
 __all__ = [
+    "change_json",
     "diffs_json",
     "files_json",
     "permissions_json",
     "reconstruction_json",
     "sessions_json",
+    "terminal_json",
     "terminals_json",
+    "tool_json",
     "tools_json",
     "turns_json",
 ]
 
 
+_EXACT = 1 << 50  # t_ns / 1e6 is within a thousandth of a microsecond of the exact value
+
+
 def _ms(t_ns: int | None) -> float | None:
-    return None if t_ns is None else round(t_ns / 1e6, 3)
+    """``round(t_ns / 1e6, 3)``, the time in milliseconds to the microsecond; a third of
+    the cost where the microseconds are not within one of a tie (a terminal's JSON has one
+    per chunk): then the nearest microsecond of ``t_ns / 1e6`` is that of ``t_ns``, and an
+    integer division is correctly rounded, as :func:`round` is."""
+    if t_ns is None:
+        return None
+    if 0 <= t_ns < _EXACT and not 499 <= t_ns % 1000 <= 501:
+        return ((t_ns + 500) // 1000) / 1000
+    return round(t_ns / 1e6, 3)
 
 
 def _dur(a: int | None, b: int | None) -> float | None:
@@ -83,7 +98,24 @@ def _exit(t: Terminal) -> dict[str, Any] | None:
     return {"exitCode": t.exit_status.get("exitCode"), "signal": t.exit_status.get("signal")}
 
 
+_SIZED = frozenset({"chunk", "snapshot", "output"})
+
+
+def _timeline(events: list[TerminalEvent]) -> list[dict[str, Any]]:
+    out = []
+    for e in events:  # one per chunk: the bulk of a terminal's JSON, kept to plain steps
+        kind = e.kind
+        item: dict[str, Any] = {"seq": e.seq, "t_ms": _ms(e.t_ns), "event": kind}
+        if kind in _SIZED:
+            item["bytes"] = e.size
+        if e.detail is not None:
+            item["detail"] = e.detail
+        out.append(item)
+    return out
+
+
 def terminal_json(t: Terminal) -> dict[str, Any]:
+    text = t.text
     return {
         "terminalId": t.terminal_id,
         "sessionId": t.session_id,
@@ -101,23 +133,14 @@ def terminal_json(t: Terminal) -> dict[str, Any]:
         "killed": t.killed,
         "released": t.released,
         "output_base64": base64.b64encode(bytes(t.output)).decode("ascii"),
-        "text": t.text,
-        "screen": t.screen(),
+        "text": text,
+        "screen": t.screen(text),
         "screenNote": t.screen_note,
         "toolCallIds": t.tool_call_ids,
         "firstSeq": t.first_seq,
         "startedMs": _ms(t.first_t_ns),
         "replayed": t.replayed,
-        "timeline": [
-            {
-                "seq": e.seq,
-                "t_ms": _ms(e.t_ns),
-                "event": e.kind,
-                **({"bytes": e.size} if e.kind in ("chunk", "snapshot", "output") else {}),
-                **({"detail": e.detail} if e.detail is not None else {}),
-            }
-            for e in t.events
-        ],
+        "timeline": _timeline(t.events),
         "anomalies": t.anomalies,
     }
 
@@ -127,29 +150,30 @@ def terminals_json(r: Reconstruction) -> list[dict[str, Any]]:
     return [terminal_json(t) for t in r.terminals.values()]
 
 
+def change_json(c: FileChange) -> dict[str, Any]:
+    return {
+        "path": c.path,
+        "operation": c.operation,
+        "oldPath": c.old_path,
+        "toolCallId": c.tool_call_id,
+        "sessionId": c.session_id,
+        "seq": c.seq,
+        "t_ms": _ms(c.t_ns),
+        "fileType": c.file_type,
+        "mimeType": c.mime_type,
+        "patch": c.patch,
+        "source": c.source,
+        "stale": c.stale,
+        "ok": c.ok,
+        "oldText": c.old_text,
+        "newText": c.new_text,
+        "_meta": c.meta,
+    }
+
+
 def diffs_json(r: Reconstruction) -> list[dict[str, Any]]:
     """``acp-proxy diffs --json``: every file change in arrival order."""
-    return [
-        {
-            "path": c.path,
-            "operation": c.operation,
-            "oldPath": c.old_path,
-            "toolCallId": c.tool_call_id,
-            "sessionId": c.session_id,
-            "seq": c.seq,
-            "t_ms": _ms(c.t_ns),
-            "fileType": c.file_type,
-            "mimeType": c.mime_type,
-            "patch": c.patch,
-            "source": c.source,
-            "stale": c.stale,
-            "ok": c.ok,
-            "oldText": c.old_text,
-            "newText": c.new_text,
-            "_meta": c.meta,
-        }
-        for c in r.files.changes
-    ]
+    return [change_json(c) for c in r.files.changes]
 
 
 def files_json(r: Reconstruction) -> list[dict[str, Any]]:

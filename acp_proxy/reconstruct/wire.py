@@ -18,7 +18,7 @@ from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.protocol.jsonrpc import decode, id_token
 from acp_proxy.protocol.pairing import Pairing
 
-__all__ = ["Message", "Pairer"]
+__all__ = ["Message", "Pairer", "StoredPairs", "parse", "read_message"]
 
 _EMPTY: dict[str, Any] = {}
 
@@ -63,6 +63,34 @@ class Message:
         return None
 
 
+def parse(raw: bytes) -> Any:
+    """The JSON value of a frame, as the fold reads it (``None`` when it holds none)."""
+    try:  # the common case: one well-formed JSON value
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:  # BOM, noise, odd numbers...: the tolerant reader
+        return decode(raw)
+
+
+def read_message(seq: int, t_ns: int, direction: Direction, body: dict[str, Any]) -> Message | None:
+    """What one JSON object is: a request or notification (a string ``method``), else a
+    response or an error (an ``id`` and ``result`` or ``error``), else nothing; unpaired."""
+    method = body.get("method")
+    has_id = "id" in body
+    ident = id_token(body["id"]) if has_id else None
+    if isinstance(method, str):
+        kind = "request" if has_id else "notification"
+        return Message(seq, t_ns, direction, kind, method, ident, body)
+    if ident is None:
+        return None
+    if "error" in body:
+        kind = "error"
+    elif "result" in body:
+        kind = "response"
+    else:
+        return None
+    return Message(seq, t_ns, direction, kind, None, ident, body)
+
+
 class Pairer:
     """Decodes frames into :class:`Message` values and pairs responses with requests."""
 
@@ -76,10 +104,7 @@ class Pairer:
         return self._pairing.pending(direction, ident)
 
     def messages(self, frame: Frame) -> list[Message]:
-        try:  # the common case: one well-formed JSON value
-            value = orjson.loads(frame.raw)
-        except orjson.JSONDecodeError:  # BOM, noise, odd numbers...: the tolerant reader
-            value = decode(frame.raw)
+        value = parse(frame.raw)
         if isinstance(value, dict):
             m = self._one(frame, value)
             return [m] if m is not None else []
@@ -96,23 +121,49 @@ class Pairer:
         return []
 
     def _one(self, frame: Frame, body: dict[str, Any]) -> Message | None:
-        method = body.get("method")
-        has_id = "id" in body
-        ident = id_token(body["id"]) if has_id else None
-        if isinstance(method, str):
-            kind = "request" if has_id else "notification"
-            m = Message(frame.seq, frame.t_ns, frame.direction, kind, method, ident, body)
-            if ident is not None:
-                self._pairing.request(frame.direction, ident, m)
+        m = read_message(frame.seq, frame.t_ns, frame.direction, body)
+        if m is None or m.id is None:
             return m
-        if ident is None:
+        if m.kind == "request":
+            self._pairing.request(frame.direction, m.id, m)
+        elif m.kind != "notification":
+            m.request, _ = self._pairing.response(frame.direction, m.id, error=m.kind == "error")
+            m.method = m.request.method if m.request is not None else None
+        return m
+
+
+class StoredPairs:
+    """Decodes frames into :class:`Message` values paired as the recorder stored them: a
+    response names its request's ``seq`` (``messages.request_seq``, found by the same rule,
+    :mod:`acp_proxy.protocol.pairing`, when it was recorded). For reading a selection of a
+    capture's frames: only requests whose ``method`` is in ``remember`` are kept for their
+    answers, and a frame that is not one JSON object (a batch) is refused (``ValueError``):
+    the request of an entry of a batch is not named by a seq alone."""
+
+    __slots__ = ("_remember", "_requests")
+
+    def __init__(self, remember: frozenset[str]) -> None:
+        self._remember = remember
+        self._requests: dict[int, Message] = {}
+
+    def message(
+        self, seq: int, direction: Direction, t_ns: int, raw: bytes, request_seq: int | None
+    ) -> Message | None:
+        try:  # parse(), without a call: once per frame of a large capture
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            value = decode(raw)
+        if not isinstance(value, dict):
+            if isinstance(value, list):
+                raise ValueError(f"frame {seq} is a batch")
             return None
-        if "error" in body:
-            kind = "error"
-        elif "result" in body:
-            kind = "response"
-        else:
-            return None
-        request, _ = self._pairing.response(frame.direction, ident, error=kind == "error")
-        method = request.method if request is not None else None
-        return Message(frame.seq, frame.t_ns, frame.direction, kind, method, ident, body, request)
+        m = read_message(seq, t_ns, direction, value)
+        if m is None or m.id is None:
+            return m
+        if m.kind == "request":
+            if m.method in self._remember:
+                self._requests[seq] = m
+        elif m.kind != "notification" and request_seq is not None:
+            m.request = self._requests.pop(request_seq, None)
+            m.method = m.request.method if m.request is not None else None
+        return m

@@ -8,8 +8,9 @@ forwarding path.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,14 @@ _UNANSWERED = (
     "batch_items b WHERE b.capture_id = messages.capture_id AND b.request_seq = messages.seq))"
 )
 UNANSWERED = "unanswered"
+# A batch, or a frame whose derived fields did not come from parsing its stored bytes whole.
+_ODD = "(kind = 'batch' OR anomalies IS NOT NULL AND ({}))".format(
+    " OR ".join(f"instr(anomalies, '{a}') > 0" for a in ("skimmed", "underivable", "binary"))
+)
+
+
+def _marks(values: Collection[object]) -> str:
+    return ",".join("?" * len(values))
 
 
 def _stored(row: tuple[Any, ...]) -> StoredFrame:
@@ -118,9 +127,19 @@ class Store:
         if not readonly:
             with contextlib.suppress(sqlite3.OperationalError):  # read-only: read what is there
                 migrate(self.conn)
-        import sqlite_utils  # only the read side needs it
 
-        self.db = sqlite_utils.Database(self.conn)
+    @functools.cached_property
+    def db(self) -> Any:
+        """The database through ``sqlite_utils`` (imported when first used: not every
+        command needs it)."""
+        import sqlite_utils
+
+        return sqlite_utils.Database(self.conn)
+
+    def _dicts(self, sql: str, args: list[Any]) -> list[dict[str, Any]]:
+        cur = self.conn.execute(sql, args)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur]
 
     def close(self) -> None:
         self.conn.close()
@@ -136,7 +155,7 @@ class Store:
     def capture(self, ref: str | int | None) -> dict[str, Any]:
         """A capture by id, by uid prefix, or the latest when ``ref`` is None."""
         if ref is None or ref == "latest":
-            rows = list(self.db.query("SELECT * FROM captures ORDER BY id DESC LIMIT 1"))
+            rows = self._dicts("SELECT * FROM captures ORDER BY id DESC LIMIT 1", [])
             if not rows:
                 raise UsageError(f"no captures in {self.path}")
             return rows[0]
@@ -144,13 +163,11 @@ class Store:
         if text.lstrip("-").isdigit():
             n = int(text)
             if n < 0:  # -1 = latest, -2 = the one before
-                rows = list(
-                    self.db.query(
-                        "SELECT * FROM captures ORDER BY id DESC LIMIT 1 OFFSET ?", [-n - 1]
-                    )
+                rows = self._dicts(
+                    "SELECT * FROM captures ORDER BY id DESC LIMIT 1 OFFSET ?", [-n - 1]
                 )
             else:
-                rows = list(self.db.query("SELECT * FROM captures WHERE id = ?", [n]))
+                rows = self._dicts("SELECT * FROM captures WHERE id = ?", [n])
                 if not rows and len(text) >= _MIN_NUMERIC_PREFIX:
                     # no such id: a uid prefix that happens to be all digits; a short number
                     # is an id that is gone, never another capture's uid ("rm 1" twice)
@@ -162,10 +179,8 @@ class Store:
         return rows[0]
 
     def _by_uid(self, prefix: str) -> list[dict[str, Any]]:
-        rows = list(
-            self.db.query(
-                "SELECT * FROM captures WHERE substr(uid, 1, ?) = ? LIMIT 2", [len(prefix), prefix]
-            )
+        rows = self._dicts(
+            "SELECT * FROM captures WHERE substr(uid, 1, ?) = ? LIMIT 2", [len(prefix), prefix]
         )
         if len(rows) > 1:
             raise UsageError(f"capture {prefix!r} is ambiguous (give more of its uid)")
@@ -219,6 +234,55 @@ class Store:
             yield Frame(
                 seq, directions[direction], t_ns, raw, bool(terminated), opcodes.get(opcode)
             )
+
+    def view_frames(
+        self,
+        capture_id: int,
+        *,
+        methods: Collection[str],
+        kinds: Collection[str] = (),
+        marked: Collection[str] = (),
+        markers: Collection[bytes] = (),
+        upto_seq: int | None = None,
+    ) -> Iterator[tuple[int, int, int, bytes, int | None]]:
+        """The frames a view needs (:mod:`acp_proxy.reconstruct.stream`), in ``seq`` order,
+        from a cursor: those whose ``method`` (a response's: its request's) is one of
+        ``methods``, whose update kind is one of ``kinds``, or one of ``marked`` when the
+        bytes hold one of ``markers``. Each as ``(seq, how, t_ns, raw, request_seq)``, ``how``
+        being 0 for ``c2a``, 1 for ``a2c``, and 2 for a frame always returned, whose derived
+        fields are not to be relied on: a batch, or one read from its head, underivable, a
+        binary message."""
+        where = [f"method IN ({_marks(methods)})", f"update_kind IN ({_marks(kinds)})", _ODD]
+        args: list[Any] = [capture_id, *methods, *kinds]
+        if marked and markers:
+            held = " OR ".join("instr(raw, ?) > 0" for _ in markers)
+            where.insert(2, f"(update_kind IN ({_marks(marked)}) AND ({held}))")
+            args += [*marked, *(bytes(m) for m in markers)]
+        how = f"CASE WHEN {_ODD} THEN 2 WHEN direction = 'a2c' THEN 1 ELSE 0 END"
+        sql = (
+            f"SELECT seq, {how}, t_ns, raw, request_seq FROM messages"
+            f" WHERE capture_id = ? AND ({' OR '.join(where)})"
+        )
+        if upto_seq is not None:
+            sql += " AND seq <= ?"
+            args.append(upto_seq)
+        return self.conn.execute(sql + " ORDER BY seq", args)
+
+    def last_mentions(
+        self, capture_id: int, column: str, *, upto_seq: int | None = None
+    ) -> dict[str, int]:
+        """For each id the capture's frames name in ``column`` (``tool_call_id`` or
+        ``terminal_id``), the ``seq`` of the last frame that names it."""
+        if column not in ("tool_call_id", "terminal_id"):
+            raise ValueError(f"no id column {column!r}")
+        sql = (
+            f"SELECT {column}, MAX(seq) FROM messages WHERE capture_id = ? AND {column} IS NOT NULL"
+        )
+        args: list[Any] = [capture_id]
+        if upto_seq is not None:
+            sql += " AND seq <= ?"
+            args.append(upto_seq)
+        return dict(self.conn.execute(sql + " GROUP BY 1", args).fetchall())
 
     def frames_after_rowid(self, rowid: int, capture_id: int | None = None) -> list[StoredFrame]:
         """Frames inserted after ``rowid`` (any capture unless given), for ``tail -f``, in

@@ -91,6 +91,11 @@ class Source:
     def is_file(self) -> bool:
         return self._export is not None
 
+    @property
+    def store(self) -> Store | None:
+        """The database the capture is in (``None`` for a ``jsonl`` export)."""
+        return self._store
+
     def frames(self, upto_seq: int | None = None) -> Iterator[StoredFrame]:
         if self._store is not None:
             yield from self._store.frames(self.capture["id"], upto_seq=upto_seq)

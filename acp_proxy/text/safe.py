@@ -17,8 +17,11 @@ untouched.
 from __future__ import annotations
 
 import re
+from typing import Any
 
-__all__ = ["json_visible", "json_visible_bytes", "visible"]
+import orjson
+
+__all__ = ["json_bytes", "json_visible", "json_visible_bytes", "visible"]
 
 _KEPT = frozenset({"\n", "\t"})
 _C1 = range(0x80, 0xA0)
@@ -58,3 +61,10 @@ def json_visible_bytes(data: bytes) -> bytes:
     if b"\xc2" not in data and b"\x7f" not in data:
         return data
     return _JSON_BYTES.sub(_escape, data)
+
+
+def json_bytes(value: Any, *, indent: bool = True) -> bytes:
+    """``value`` as a command prints JSON: indented by two (unless told), C1 controls and DEL
+    escaped (:func:`json_visible_bytes`), anything orjson cannot write as its ``str``."""
+    option = orjson.OPT_INDENT_2 if indent else 0
+    return json_visible_bytes(orjson.dumps(value, option=option, default=str))

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.big import peak_rss_kib, record_flood
+from support.big import peak_rss_kib, record_flood, record_sessions
 from support.proc import PROXY
 
 BIG = 60_000
@@ -37,6 +37,25 @@ def test_memory_does_not_grow_with_the_capture(dbs: tuple[Path, Path], args: lis
     grown = peak_rss_kib([*args, "--db", str(big)])
     # a hundred times the frames (12 MB of them): what was held in memory grew by 250 MB
     assert grown - base < 40 * 1024, (base, grown)
+
+
+@pytest.fixture(scope="module")
+def sessions(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("sessions")
+    small, big = tmp / "small.sqlite", tmp / "big.sqlite"
+    record_sessions(small, 4_000, tmp)
+    record_sessions(big, 80_000, tmp)
+    return small, big
+
+
+@pytest.mark.parametrize("view", ["tools", "terminals", "diffs"])
+def test_view_memory_does_not_grow_with_the_capture(sessions: tuple[Path, Path], view: str) -> None:
+    small, big = sessions
+    base = peak_rss_kib([view, "--json", "--db", str(small)])
+    grown = peak_rss_kib([view, "--json", "--db", str(big)])
+    # twenty times the frames (4 000 tool calls, 2 000 terminals, 3 000 file changes): all
+    # of it held at once until the list was printed grew by 40 to 70 MB
+    assert grown - base < 12 * 1024, (base, grown)
 
 
 def test_show_json_streamed_is_one_document(dbs: tuple[Path, Path]) -> None:

@@ -12,8 +12,8 @@ import pytest
 from support.hostile import Step, record_script
 from support.proc import PROXY
 
-from acp_proxy.reconstruct.files import display_path, workspace_path
 from acp_proxy.reconstruct.patch import well_formed
+from acp_proxy.reconstruct.paths import display_path, workspace_path
 
 
 def _rpc(**fields: Any) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from support.proc import PROXY, db_rows, peer
 from support.sdk import sdk_session
+from support.views import assert_views_stream
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.store.reader import Store
@@ -55,3 +56,4 @@ async def test_official_sdk_peers_agree_through_the_proxy(tmp_path: Path, db: Pa
     ]
     assert echoes == ["echo: hello", "echo: héllo wörld ✔"]
     store.close()
+    assert_views_stream(db, None, (4, 9))  # the views read from the frames they need

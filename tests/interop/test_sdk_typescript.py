@@ -22,6 +22,7 @@ import pytest
 from support.paths import TESTS
 from support.proc import PROXY, db_rows, peer
 from support.sdk import sdk_session as python_sdk_session
+from support.views import assert_views_stream
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.store.reader import Store
@@ -149,6 +150,7 @@ def test_typescript_sdk_peers_agree_through_the_proxy(tmp_path: Path, db: Path) 
     assert [p["prompt"][0]["text"] for p in prompts] == PROMPTS
     answers = [m["result"] for m in c2a if "result" in m]
     assert answers == [{"outcome": {"outcome": "selected", "optionId": "ok"}}] * 2
+    assert_views_stream(db, None, (5, 10))  # the views read from the frames they need
 
 
 def test_typescript_sdk_v2_peers_agree_through_the_proxy(tmp_path: Path, db: Path) -> None:
@@ -179,6 +181,7 @@ def test_typescript_sdk_v2_peers_agree_through_the_proxy(tmp_path: Path, db: Pat
     a2c = frames(stream(db, A2C))
     frames(stream(db, C2A))
     assert updates_sent(a2c) == direct["updates"]
+    assert_views_stream(db, None, (8, 16))
 
 
 def test_typescript_client_through_the_proxy_with_the_python_sdk_agent(

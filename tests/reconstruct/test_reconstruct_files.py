@@ -170,3 +170,27 @@ def test_session_patch_uses_v2_patch_text_when_contents_are_unknown(tmp_path: Pa
     (tmp_path / "p.patch").write_text(moved_only)
     subprocess.run(["git", "apply", "p.patch"], cwd=tmp_path, check=True)
     assert (tmp_path / "b.txt").read_text() == "keep\nnew\n"
+
+
+def test_without_timelines_a_path_keeps_only_what_a_refused_write_goes_back_to() -> None:
+    from acp_proxy.reconstruct.files import Files
+
+    full, lean = Files(), Files(timelines=False)
+    for files in (full, lean):
+        files.read({"path": "/f"}, {"content": "a\n"}, "s", 1, 1)
+        ok = files.write({"path": "/f", "content": "b\n"}, "s", 2, 2, None)
+        refused = files.write({"path": "/f", "content": "c\n"}, "s", 3, 3, None)
+        files.v1_diff({"path": "/f", "oldText": "b\n", "newText": "d\n"}, "s", "t", 4, 4, None)
+        assert ok is not None and refused is not None
+        files.write_done(ok)
+        files.write_failed(refused, 5)  # back to what the diff left
+        files.write({"path": "/f", "content": "e\n"}, "s", 6, 6, None)  # not answered
+    f, g = full.paths["/f"], lean.paths["/f"]
+    assert [v.seq for v in f.versions] == [1, 2, 4, 6] and [v.seq for v in g.versions] == [6]
+    assert (g.exists, g.content, g.disk_exists, g.disk_content) == (
+        f.exists, f.content, f.disk_exists, f.disk_content
+    )  # fmt: skip
+    assert g.content_at(5) == f.content_at(5) == (True, "d\n")
+    assert [(c.old_text, c.new_text, c.ok) for c in lean.changes] == [
+        (c.old_text, c.new_text, c.ok) for c in full.changes
+    ]

@@ -6,6 +6,7 @@ import base64
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.messages import initialize, message
 from support.paths import DATA, PACKAGE
 
 from acp_proxy.export.jsonl import read_jsonl
@@ -116,123 +117,8 @@ def test_the_reconstruct_package_stays_pure() -> None:
             assert not names & forbidden, (path, names)
 
 
-_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 3) | st.sampled_from(["", "x", "/a", "YQ=="]),
-    lambda inner: (
-        st.lists(inner, max_size=3)
-        | st.dictionaries(
-            st.sampled_from(
-                [
-                    "type",
-                    "terminalId",
-                    "toolCallId",
-                    "path",
-                    "content",
-                    "changes",
-                    "operation",
-                    "outcome",
-                    "optionId",
-                    "text",
-                    "data",
-                    "oldText",
-                    "newText",
-                    "patch",
-                    "_meta",
-                ]
-            ),
-            inner,
-            max_size=4,
-        )
-    ),
-    max_leaves=8,
-)
-_update_kinds = st.sampled_from(
-    [
-        "tool_call",
-        "tool_call_update",
-        "tool_call_content_chunk",
-        "terminal_update",
-        "terminal_output_chunk",
-        "plan",
-        "plan_update",
-        "state_update",
-        "usage_update",
-        "agent_message_chunk",
-        "agent_message",
-        "config_option_update",
-        "_custom",
-    ]
-)
-_update_fields = st.dictionaries(
-    st.sampled_from(
-        [
-            "toolCallId",
-            "terminalId",
-            "title",
-            "kind",
-            "status",
-            "content",
-            "locations",
-            "output",
-            "data",
-            "exitStatus",
-            "size",
-            "_meta",
-            "entries",
-            "plan",
-            "state",
-            "messageId",
-            "configOptions",
-            "rawOutput",
-            "capabilities",
-        ]
-    ),
-    _values,
-    max_size=6,
-)
-_methods = st.sampled_from(
-    [
-        "session/update",
-        "session/prompt",
-        "session/request_permission",
-        "fs/read_text_file",
-        "fs/write_text_file",
-        "terminal/create",
-        "terminal/output",
-        "terminal/wait_for_exit",
-        "terminal/release",
-        "session/cancel",
-        "$/cancel_request",
-        "session/new",
-        "initialize",
-        "session/load",
-        "tool_call/cancel",
-        "_x",
-    ]
-)
-
-
-@st.composite
-def _message(draw: st.DrawFn) -> tuple[Direction, dict[str, object]]:
-    d = draw(st.sampled_from([C, A]))
-    ident = draw(st.integers(0, 3))
-    if draw(st.booleans()):  # a response or an error
-        body = draw(st.sampled_from([{"result": draw(_values)}, {"error": {"code": -32800}}]))
-        return d, {"jsonrpc": "2.0", "id": ident, **body}
-    method = draw(_methods)
-    params: dict[str, object] = {"sessionId": draw(st.sampled_from(["s", "t", 1]))}
-    if method == "session/update":
-        params["update"] = {"sessionUpdate": draw(_update_kinds), **draw(_update_fields)}
-    else:
-        params.update(draw(_update_fields))
-    msg: dict[str, object] = {"jsonrpc": "2.0", "method": method, "params": params}
-    if draw(st.booleans()):
-        msg["id"] = ident
-    return d, msg
-
-
 @settings(max_examples=150, deadline=None)
-@given(st.integers(1, 2), st.lists(_message(), max_size=25))
+@given(st.integers(1, 2), st.lists(message(), max_size=25))
 def test_any_sequence_of_messages_folds_and_renders(
     version: int, messages: list[tuple[Direction, dict[str, object]]]
 ) -> None:
@@ -241,19 +127,7 @@ def test_any_sequence_of_messages_folds_and_renders(
     from acp_proxy.export.asciicast import asciicast
     from acp_proxy.export.patch import session_patch
 
-    init = [
-        (
-            C,
-            {
-                "jsonrpc": "2.0",
-                "id": 0,
-                "method": "initialize",
-                "params": {"protocolVersion": version},
-            },
-        ),
-        (A, {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": version}}),
-    ]
-    frames = _frames([(d, json.dumps(m)) for d, m in [*init, *messages]])
+    frames = _frames([(d, json.dumps(m)) for d, m in [*initialize(version), *messages]])
     r = reconstruct(frames)
     json.dumps(reconstruction_json(r))
     session_patch(r)

@@ -67,6 +67,17 @@ def test_incomplete_trailing_code_point_shows_replacement_but_keeps_bytes() -> N
     assert t.text == "x\ufffd"
 
 
+def test_bytes_that_are_not_utf8_show_as_replacement_and_stay_exact() -> None:
+    # binary output (`cat` of an executable) must not stop the fold: every view reads it
+    check = "✔".encode()
+    r = reconstruct(_frames(_chunk("t", b"a\xff" + check[:1]), _chunk("t", check[1:] + b"\xc3(")))
+    t = r.terminals[(S, "t")]
+    assert bytes(t.output) == b"a\xff" + check + b"\xc3("
+    assert t.text == "a\ufffd✔\ufffd("
+    [view] = terminals_json(r)
+    assert view["screen"] == ["a\ufffd✔\ufffd("]
+
+
 def test_each_chunk_is_decoded_on_its_own() -> None:
     # "YQ==" + "Yg==" concatenated would not decode to b"ab"
     frames = _frames(
