@@ -3,9 +3,8 @@
 What belongs here: :class:`Recorder`, which follows a relay's journal
 (:class:`~acp_proxy.record.follow.JournalReader`), turns its records into rows with the
 pure :class:`~acp_proxy.record.core.Core`, and commits them with how far the journal has
-been read (:class:`~acp_proxy.record.sqlite.Database`), each batch written on a thread
-(:class:`~acp_proxy.record.committer.Committer`) while the next one is made. The journal
-holds everything until it is committed, so the recorder never has to drop anything: when
+been read (:class:`~acp_proxy.record.sqlite.Database`). The journal holds everything
+until it is committed, so the recorder never has to drop anything: when
 the database does not take a batch (a lock, a full disk) the batch is retried, and if the
 relay is gone and the database still refuses, the journal is left as a spill file for the
 next recorder or ``import-spill`` (:mod:`acp_proxy.record.imports`).
@@ -26,7 +25,6 @@ from pathlib import Path
 from acp_proxy.errors import StoreError
 from acp_proxy.protocol.jsonrpc import Info, Kind
 from acp_proxy.record import spill
-from acp_proxy.record.committer import Committer
 from acp_proxy.record.core import Core
 from acp_proxy.record.follow import JournalReader
 from acp_proxy.record.imports import import_spills
@@ -72,10 +70,7 @@ class Recorder:
         self._observer = observer  # sees each batch once it is committed (live spans)
         self.db: Database | None = None
         self.core = Core(lookup=self._lookup)
-        self._rows: list[Row] = []  # made by the core, not yet handed to the database
-        # the batch being written on the committer's thread: its rows and journal position
-        self._inflight: tuple[list[Row], int] | None = None
-        self._committer: Committer | None = None
+        self._rows: list[Row] = []  # made by the core, not yet committed
         self._failing: str | None = None
         self._retry = 0
         self._next_try = 0.0
@@ -109,9 +104,7 @@ class Recorder:
                     time.sleep(max(0.01, self._next_try - time.monotonic()))
                     continue
                 batch = reader.read(timeout=0)
-                if batch == []:  # idle: finish the batch in flight, then wait for more
-                    if not self._settle():
-                        continue  # refused: its rows are back, to be tried again
+                if batch == []:  # idle: a moment to collect cycles, then wait for more
                     self._collect_when_idle()
                     batch = reader.read(timeout=None)
                 if batch is None:
@@ -123,7 +116,7 @@ class Recorder:
             self._input_ended()
             self.core.finish(now_iso())
             self._rows += self.core.take()
-            while not self._commit_all():
+            while not self._try_commit():
                 if self._given_up():
                     return self._leave(self._failing or "the database refused")
                 time.sleep(max(0.01, self._next_try - time.monotonic()))
@@ -136,8 +129,6 @@ class Recorder:
             done = True
             return 0
         finally:
-            if self._committer is not None:
-                self._committer.close()
             reader.close()
             if self.db is not None:
                 self.db.close()
@@ -166,53 +157,12 @@ class Recorder:
         return min(oldest, self._position) if oldest is not None else self._position
 
     def _try_commit(self) -> bool:
-        """Hand the rows made so far to the database: on the committer's thread when the
-        database is taking writes (the next batch is made meanwhile), here when it is
-        failing (retries wait). False when they could not be handed over (the rows stay,
-        nothing is lost: the journal still holds them)."""
-        if not self._settle():
-            return False
+        """Write the rows made so far with how far the journal was read; False when the
+        database refused them (they stay, nothing is lost: the journal still holds them)."""
         if not self._rows:
             return True
-        if self._failing:
-            if time.monotonic() < self._next_try:
-                return False
-            return self._write_here()
-        assert self.db is not None
-        if self._committer is None:
-            self._committer = Committer()
-        rows, position = self._rows, self._committed_position()
-        self._rows = []
-        self._inflight = (rows, position)
-        db, journal = self.db, self.journal
-        self._committer.submit(lambda: db.write(rows, journal, position))
-        return True
-
-    def _commit_all(self) -> bool:
-        """Everything made so far is in the database."""
-        return self._try_commit() and self._settle() and not self._rows
-
-    def _settle(self) -> bool:
-        """Wait for the batch in flight; False when the database refused it (its rows are
-        back in front of the others, to be written again)."""
-        if self._inflight is None:
-            return True
-        assert self._committer is not None
-        error = self._committer.wait()
-        rows, position = self._inflight
-        self._inflight = None
-        if error is None:
-            self._written(rows, position)
-            return True
-        self._rows = rows + self._rows
-        if isinstance(error, sqlite3.Error):
-            self._failed(str(error))
+        if self._failing and time.monotonic() < self._next_try:
             return False
-        if isinstance(error, ValueError | TypeError | OverflowError):
-            return self._refused_value(error)
-        raise error
-
-    def _write_here(self) -> bool:
         assert self.db is not None
         position = self._committed_position()
         try:
@@ -305,10 +255,7 @@ class Recorder:
         self._retry += 1
 
     def _lookup(self, number: int) -> tuple[str, Resume] | None:
-        if self.db is None:
-            return None
-        self._settle()  # the connection is ours again, and what it says is up to date
-        return self.db.lookup(self.journal, number)
+        return self.db.lookup(self.journal, number) if self.db is not None else None
 
     # -- the database and the end --------------------------------------------------------
 
