@@ -38,6 +38,7 @@ class JournalReader:
         self.offset = offset  # where the next unread byte of the current segment is
         self._bell_open = bell is not None
         self.cut = 0
+        self.read_bytes = 0  # read so far, in all
 
     @property
     def position(self) -> int:
@@ -93,6 +94,7 @@ class JournalReader:
             return None
         base = self.offset - self._reader.pending
         self.offset += len(data)
+        self.read_bytes += len(data)
         out: list[tuple[int, Record]] = []
         pos = base
         for r in self._reader.feed(data):

@@ -25,6 +25,7 @@ from pathlib import Path
 from acp_proxy.errors import StoreError
 from acp_proxy.protocol.jsonrpc import Info, Kind
 from acp_proxy.record import spill
+from acp_proxy.record.checkpoint import Checkpointer
 from acp_proxy.record.core import Core
 from acp_proxy.record.follow import JournalReader
 from acp_proxy.record.imports import import_spills
@@ -71,6 +72,8 @@ class Recorder:
         self.db: Database | None = None
         self.core = Core(lookup=self._lookup)
         self._rows: list[Row] = []  # made by the core, not yet committed
+        self._checkpointer: Checkpointer | None = None
+        self._counted = 0  # journal bytes read when the checkpointer was last told
         self._failing: str | None = None
         self._retry = 0
         self._next_try = 0.0
@@ -95,6 +98,7 @@ class Recorder:
         start = self.db.journal_position(self.journal) or 0
         reader = self._reader = JournalReader(self.db_path, self.journal, self._bell, start)
         self._position = start
+        self._checkpointer = _checkpointer(self.db)
         done = False
         try:
             while True:
@@ -129,6 +133,8 @@ class Recorder:
             done = True
             return 0
         finally:
+            if self._checkpointer is not None:
+                self._checkpointer.close()
             reader.close()
             if self.db is not None:
                 self.db.close()
@@ -184,6 +190,10 @@ class Recorder:
         self._observe(rows)
         if self._reader is not None:
             self._reader.remove_before(position)
+            if self._checkpointer is not None:
+                read = self._reader.read_bytes
+                self._checkpointer.wrote(read - self._counted)
+                self._counted = read
 
     def _refused_value(self, e: BaseException) -> bool:
         self._warn(f"warning: storing a batch row by row ({type(e).__name__}: {e})")
@@ -316,6 +326,17 @@ class Recorder:
         else:
             self._warn(f"warning: {self.db_path} could not be written ({why}); nothing was kept")
         return 1
+
+
+def _checkpointer(db: Database) -> Checkpointer | None:
+    """Checkpoints beside the recorder (:mod:`acp_proxy.record.checkpoint`) instead of in
+    its commits; None (SQLite's own, in the commits) when its connection cannot open."""
+    try:
+        checkpointer = Checkpointer(db.path)
+    except sqlite3.Error:
+        return None
+    db.conn.execute("PRAGMA wal_autocheckpoint = 0")
+    return checkpointer
 
 
 def _transient(why: str) -> bool:

@@ -23,6 +23,9 @@ for line in sys.stdin:
     if method == "initialize":
         sys.stderr.write("agent starting\n")
         sys.stderr.flush()
+        # stderr and stdout are read by two threads of the relay, each time-stamped when
+        # read: a moment between the two writes keeps their order on a loaded machine
+        time.sleep(0.1)
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": 1}})
     elif method == "session/new":
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {"sessionId": "s1"}})
