@@ -24,6 +24,7 @@ FRAME_COLUMNS = (
 _ROWS_PER_STATEMENT = 50
 _FULL_COLUMNS = FRAME_COLUMNS.removeprefix("capture_id, ")
 _LEAN_COLUMNS = "seq, direction, t_ns, raw, terminated, size, kind, method, session_id, update_kind"
+_OPCODES = {"text": "text"}  # the opcodes a lean statement may hold as a constant
 
 
 def info_values(i: Info) -> tuple[Any, ...]:
@@ -61,29 +62,33 @@ class FrameInserter:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self._statements: dict[tuple[int, str, int], str] = {}
+        self._statements: dict[tuple[int, str, int, str | None], str] = {}
 
     def insert(self, cid: int, rows: list[FrameRow]) -> None:
         """Insert many rows per statement (SQLite's per-statement work and the module's
         per-row overhead are paid once for many rows). Frames with nothing but the common
         fields — most notifications — go through a statement that binds only those:
-        binding a parameter, even a NULL, is most of an insert's cost. Rows go in ``seq``
-        order (runs of one shape at a time), so rowid order stays the capture's order."""
+        binding a parameter, even a NULL, is most of an insert's cost; a WebSocket text
+        message's opcode is a constant of that statement, not a parameter. Rows go in
+        ``seq`` order (runs of one shape at a time), so rowid order stays the capture's
+        order."""
         lean: list[tuple[Any, ...]] = []
+        lean_opcode: str | None = None
         full: list[tuple[Any, ...]] = []
         for r in rows:
             if r.parts is not None:
-                self._insert(cid, _LEAN_COLUMNS, lean)
+                self._insert(cid, _LEAN_COLUMNS, lean, lean_opcode)
                 self._insert(cid, _FULL_COLUMNS, full)
                 lean, full = [], []
                 self._long_frame(cid, r)
                 continue
             i = r.info
+            opcode = r.opcode
             if (
                 r.request_seq is None
                 and not r.anomalies
                 and i.id is None
-                and r.opcode is None
+                and (opcode is None or opcode == "text")
                 and i.tool_call_id is None
                 and i.terminal_id is None
                 and i.error_code is None
@@ -92,6 +97,9 @@ class FrameInserter:
                 if full:
                     self._insert(cid, _FULL_COLUMNS, full)
                     full = []
+                if opcode != lean_opcode:
+                    self._insert(cid, _LEAN_COLUMNS, lean, lean_opcode)
+                    lean, lean_opcode = [], opcode
                 lean.append(
                     (
                         r.seq,
@@ -108,13 +116,15 @@ class FrameInserter:
                 )
             else:
                 if lean:
-                    self._insert(cid, _LEAN_COLUMNS, lean)
+                    self._insert(cid, _LEAN_COLUMNS, lean, lean_opcode)
                     lean = []
                 full.append(_frame_values(r))
-        self._insert(cid, _LEAN_COLUMNS, lean)
+        self._insert(cid, _LEAN_COLUMNS, lean, lean_opcode)
         self._insert(cid, _FULL_COLUMNS, full)
 
-    def _insert(self, cid: int, columns: str, rows: list[tuple[Any, ...]]) -> None:
+    def _insert(
+        self, cid: int, columns: str, rows: list[tuple[Any, ...]], opcode: str | None = None
+    ) -> None:
         if not rows:
             return
         k = _ROWS_PER_STATEMENT
@@ -122,11 +132,11 @@ class FrameInserter:
         whole = len(rows) - len(rows) % k
         if whole:
             self.conn.executemany(
-                self._statement(cid, columns, n, k),
+                self._statement(cid, columns, n, k, opcode),
                 (list(chain.from_iterable(rows[i : i + k])) for i in range(0, whole, k)),
             )
         if whole < len(rows):
-            self.conn.executemany(self._statement(cid, columns, n, 1), rows[whole:])
+            self.conn.executemany(self._statement(cid, columns, n, 1, opcode), rows[whole:])
 
     def _long_frame(self, cid: int, r: FrameRow) -> None:
         """A frame too long to bind at once: a zeroblob filled piece by piece."""
@@ -143,11 +153,17 @@ class FrameInserter:
             for part in r.parts or ():
                 blob.write(part)
 
-    def _statement(self, capture_id: int, columns: str, width: int, n: int) -> str:
-        key = (capture_id, columns, n)
+    def _statement(
+        self, capture_id: int, columns: str, width: int, n: int, opcode: str | None
+    ) -> str:
+        key = (capture_id, columns, n, opcode)
         sql = self._statements.get(key)
         if sql is None:  # the id is ours (an integer from the database), safe as a literal
-            one = f"({int(capture_id)}, {', '.join('?' * width)})"
+            if opcode is not None:  # one of _OPCODES, not a peer's text
+                columns += ", opcode"
+                one = f"({int(capture_id)}, {', '.join('?' * width)}, '{_OPCODES[opcode]}')"
+            else:
+                one = f"({int(capture_id)}, {', '.join('?' * width)})"
             sql = (
                 f"INSERT OR IGNORE INTO messages (capture_id, {columns}) VALUES "
                 f"{', '.join([one] * n)}"
