@@ -9,14 +9,19 @@ import json
 import subprocess
 from pathlib import Path
 
+import httpx
+import pytest
 from acp import PROTOCOL_VERSION
+from acp.http import create_http_stream
 from acp.ws import create_websocket_stream
 from support.http import (
     TeeTransport,
+    Transcript,
     check_sdk_capture,
     http_session,
     running_http_proxy,
     sdk_http_server,
+    terminal_and_cancel,
 )
 from support.proc import PROXY
 from support.sdk import RecordingClient
@@ -128,3 +133,70 @@ async def test_websocket_upgrade_on_the_same_listener(tmp_path: Path, db: Path) 
     assert ("fs/read_text_file",) in methods
     (handshake,) = [d for k, d in events(db, 1) if k == "handshake"]
     assert json.dumps(handshake).lower().count("acp-connection-id") >= 1
+
+
+@pytest.mark.parametrize("http2", [False, True], ids=["http1", "h2c"])
+async def test_a_terminal_and_a_cancel_through_the_proxy(
+    tmp_path: Path, db: Path, http2: bool
+) -> None:
+    # the scripted SDK pair's other half: a terminal the client runs as a real process for
+    # the agent, and a prompt the client cancels; the same transcript with and without the
+    # proxy, every request recorded once and paired, the views rebuilt from the capture
+    async with sdk_http_server() as up:
+        direct = await _terminal_session(up.url, tmp_path, http2)
+        async with running_http_proxy(db, up.url) as proxy:
+            relayed = await _terminal_session(proxy.url + "/acp", tmp_path, http2)
+    assert relayed == direct
+    assert direct[1] == ["end_turn", "cancelled"]
+    assert len(rows(db, "SELECT id FROM captures")) == 1
+    messages = rows(
+        db,
+        "SELECT direction, kind, method FROM messages WHERE capture_id = 1 "
+        "AND kind IN ('request', 'notification') AND method != 'session/update' ORDER BY seq",
+    )
+    assert messages == [
+        ("c2a", "request", "initialize"),
+        ("c2a", "request", "session/new"),
+        ("c2a", "request", "session/prompt"),
+        ("a2c", "request", "terminal/create"),
+        ("a2c", "request", "terminal/wait_for_exit"),
+        ("a2c", "request", "terminal/output"),
+        ("a2c", "request", "terminal/release"),
+        ("c2a", "request", "session/prompt"),
+        ("c2a", "notification", "session/cancel"),
+    ]
+    responses = rows(
+        db,
+        "SELECT COUNT(*) FROM messages WHERE capture_id = 1 AND kind = 'response' "
+        "AND request_seq IS NOT NULL",
+    )
+    assert responses == [(8,)]
+    odd = rows(
+        db,
+        "SELECT seq, anomalies FROM messages WHERE capture_id = 1 "
+        "AND (anomalies IS NOT NULL OR kind IN ('invalid', 'error'))",
+    )
+    assert odd == []
+    (terminal,) = json.loads(_view(db, "terminals"))
+    assert terminal["terminalId"] == "term-1" and terminal["released"] is True
+    assert terminal["exitStatus"] == {"exitCode": 0, "signal": None}
+    assert terminal["screen"] == ["hello from a terminal"]
+    turns = json.loads(_view(db, "turns"))
+    assert [t["stopReason"] for t in turns] == ["end_turn", "cancelled"]
+
+
+async def _terminal_session(url: str, cwd: Path, http2: bool) -> Transcript:
+    http = httpx.AsyncClient(transport=TeeTransport(http2=http2), timeout=httpx.Timeout(30.0))
+    try:
+        return await terminal_and_cancel(create_http_stream(url, client=http), cwd)
+    finally:
+        await http.aclose()
+
+
+def _view(db: Path, name: str) -> str:
+    return subprocess.run(
+        [*PROXY, "show", "1", "--db", str(db), "--view", name, "--json"],
+        capture_output=True,
+        check=True,
+        text=True,
+    ).stdout

@@ -196,6 +196,35 @@ async def http_session(
         await http.aclose()
 
 
+async def terminal_and_cancel(transport: Any, cwd: Path) -> Transcript:
+    """One SDK client session on ``transport`` that runs a command in a terminal of the
+    client's (a real process), then a prompt the client cancels once the agent has started
+    on it: the updates the client saw and the stop reasons."""
+    client = RecordingClient()
+    conn = connect_to_agent(client, transport)
+    try:
+        await conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=True), terminal=True
+            ),
+            client_info=Implementation(name="sdk-http-client", version="0.1.0"),
+        )
+        session = await conn.new_session(cwd=str(cwd), mcp_servers=[])
+        sid = session.session_id
+        ran = await conn.prompt(session_id=sid, prompt=[text_block("use a terminal")])
+        seen = len(client.updates)
+        waiting = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("wait")]))
+        while len(client.updates) == seen:  # the agent has the prompt: its echo came back
+            await asyncio.sleep(0.01)
+        await conn.cancel(session_id=sid)
+        cancelled = await asyncio.wait_for(waiting, 30)
+    finally:
+        await conn.close()
+        await transport.close()
+    return client.updates, [ran.stop_reason, cancelled.stop_reason]
+
+
 def check_sdk_capture(db: Path, capture: int) -> None:
     """The capture of one :func:`http_session`: its peers, every request recorded once
     with its direction, nothing unpaired."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -9,16 +11,92 @@ from acp import PROTOCOL_VERSION, Client, spawn_agent_process, text_block
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
+    CreateTerminalResponse,
     FileSystemCapabilities,
     Implementation,
+    KillTerminalResponse,
     ReadTextFileResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
+    TerminalExitStatus,
+    TerminalOutputResponse,
+    WaitForTerminalExitResponse,
 )
 
 
+class _Terminal:
+    """A real process run for the agent, its output (stdout and stderr) kept as it comes."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.output = bytearray()
+        self.reading = asyncio.ensure_future(self._read())
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        while chunk := await self.proc.stdout.read(65536):
+            self.output += chunk
+
+    async def exited(self) -> int:
+        code = await self.proc.wait()
+        await self.reading
+        return code
+
+
 class RecordingClient(Client):
+    """The client side: grants every permission, reads files from disk, runs terminals as
+    real processes, and keeps every session update it was sent."""
+
     def __init__(self) -> None:
         self.updates: list[dict[str, Any]] = []
+        self.terminals: dict[str, _Terminal] = {}
+        self._ids = itertools.count(1)
+
+    async def create_terminal(
+        self, session_id: str, command: str, args: list[str] | None = None, **kwargs: Any
+    ) -> CreateTerminalResponse:
+        proc = await asyncio.create_subprocess_exec(
+            command,
+            *(args or []),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        tid = f"term-{next(self._ids)}"
+        self.terminals[tid] = _Terminal(proc)
+        return CreateTerminalResponse(terminal_id=tid)
+
+    async def terminal_output(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> TerminalOutputResponse:
+        t = self.terminals[terminal_id]
+        code = t.proc.returncode
+        return TerminalOutputResponse(
+            output=t.output.decode(errors="replace"),
+            truncated=False,
+            exit_status=None if code is None else TerminalExitStatus(exit_code=code),
+        )
+
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> WaitForTerminalExitResponse:
+        return WaitForTerminalExitResponse(exit_code=await self.terminals[terminal_id].exited())
+
+    async def kill_terminal(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> KillTerminalResponse:
+        t = self.terminals[terminal_id]
+        if t.proc.returncode is None:
+            t.proc.kill()
+        return KillTerminalResponse()
+
+    async def release_terminal(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> ReleaseTerminalResponse:
+        t = self.terminals.pop(terminal_id)
+        if t.proc.returncode is None:
+            t.proc.kill()
+        await t.exited()
+        return ReleaseTerminalResponse()
 
     async def request_permission(
         self, session_id: str, tool_call: Any, options: Any, **kwargs: Any
