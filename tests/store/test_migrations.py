@@ -15,7 +15,9 @@ from support.proc import PROXY, run_proxy
 from acp_proxy.store.db import connect, migrate, schema_migrations
 from acp_proxy.store.search import catch_up, search
 
-SCHEMA_4 = DATA / "store" / "schema-4.sqlite"  # the demo and a hostile capture, as recorded
+# the demo and a hostile capture as the release before migration 5 recorded them (its
+# journal mode set back to DELETE, so that reading it leaves no -wal or -shm beside it)
+SCHEMA_4 = DATA / "store" / "schema-4.sqlite"
 
 _VIEWS = ("requests", "sessions", "tool_call_frames", "frames")
 
@@ -44,7 +46,7 @@ def _contents(db: Path) -> dict[str, Any]:
 
 
 def test_the_fixture_is_a_version_4_database() -> None:
-    conn = sqlite3.connect(f"file:{SCHEMA_4}?mode=ro", uri=True)
+    conn = sqlite3.connect(f"file:{SCHEMA_4}?mode=ro&immutable=1", uri=True)
     assert conn.execute("SELECT MAX(version) FROM schema_version").fetchone() == (4,)
     assert conn.execute("SELECT COUNT(*) FROM messages").fetchone() == (58,)
     columns = [r[1] for r in conn.execute("PRAGMA table_info(messages)")]
