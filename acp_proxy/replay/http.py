@@ -28,8 +28,8 @@ from typing import Any
 
 import orjson
 
-from acp_proxy.replay.agent import AgentStandIn, Emit, MatchMode
-from acp_proxy.replay.serve import Pacer, Recording, Say, Timing, finish, report
+from acp_proxy.replay.agent import MatchMode
+from acp_proxy.replay.serve import Recording, Replay, Say, Timing
 from acp_proxy.transports.http.common import ClientGone, ClientRequest
 from acp_proxy.transports.http.h2client import reason_of
 from acp_proxy.transports.http.headers import get_all
@@ -69,22 +69,15 @@ class _Connection:
 
     def __init__(self, recording: Recording, mode: MatchMode, timing: Timing, say: Say) -> None:
         self.id = uuid.uuid4().hex
-        self.say = say
-        self.stand_in = AgentStandIn(recording.messages, mode)
-        self.pacer = Pacer(timing, say)
-        self.out: asyncio.Queue[Emit | None] = asyncio.Queue()
+        self.replay = Replay(recording, mode, timing, say)
         self.streams: dict[str | None, asyncio.Queue[bytes | None]] = {None: asyncio.Queue()}
         self.routes: dict[str, str] = {}  # a client request's id → the session it named
         self.init_key: str | None = None
         self.init_answer: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        self.reported = 0
-        for e in self.stand_in.start():
-            self.out.put_nowait(e)
         self.writer = asyncio.ensure_future(self._write())
 
     async def _write(self) -> None:
-        while (emit := await self.out.get()) is not None:
-            await self.pacer.wait(emit)
+        async for emit in self.replay.paced():
             self._route(emit.data)
 
     def _route(self, data: bytes) -> None:
@@ -113,19 +106,15 @@ class _Connection:
                 self.init_key = key
             elif session is not None:
                 self.routes[key] = session
-        emits = self.stand_in.receive(raw)
-        self.pacer.anchor(self.stand_in.last_matched)
-        for e in emits:
-            self.out.put_nowait(e)
-        self.reported = report(self.stand_in, self.reported, self.say)
+        self.replay.receive(raw)
 
     async def end(self) -> bool:
         """The replay of this connection is over: True when it ran clean."""
-        self.out.put_nowait(None)
+        self.replay.close()
         await self.writer
         for queue in self.streams.values():
             queue.put_nowait(None)
-        return finish(self.stand_in, self.reported, self.say)
+        return self.replay.finish()
 
 
 class HttpAgent:

@@ -20,9 +20,9 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from acp_proxy.replay.agent import AgentStandIn, Emit, MatchMode
+from acp_proxy.replay.agent import MatchMode
 from acp_proxy.replay.http import HttpAgent
-from acp_proxy.replay.serve import Pacer, Recording, Say, Timing, finish, report, say_on_stderr
+from acp_proxy.replay.serve import Recording, Replay, Say, Timing, say_on_stderr
 from acp_proxy.transports.http.common import ClientGone
 from acp_proxy.transports.http.h2client import H2ClientLeg, H2Request
 from acp_proxy.transports.http.legs import ClientLeg, H1Request
@@ -45,40 +45,28 @@ async def _websocket(
     ws: ServerConnection, recording: Recording, mode: MatchMode, timing: Timing, say: Say
 ) -> bool:
     """One WebSocket client, from the start of the recording: True when it ran clean."""
-    stand_in = AgentStandIn(recording.messages, mode)
-    pacer = Pacer(timing, say)
-    out: asyncio.Queue[Emit | None] = asyncio.Queue()
-    reported = 0
+    replay = Replay(recording, mode, timing, say)
     say(f"client connected from {ws.remote_address}")
 
     async def writer() -> None:
-        while (emit := await out.get()) is not None:
-            await pacer.wait(emit)
+        async for emit in replay.paced():
             try:
                 await ws.send(emit.data, text=True)  # the recorded bytes, as a text frame
             except ConnectionClosed:
                 return
 
     async def reader() -> None:
-        nonlocal reported
-        for e in stand_in.start():
-            out.put_nowait(e)
         try:
             while True:
-                raw = await ws.recv(decode=False)  # payload bytes, never decoded by us
-                emits = stand_in.receive(raw)
-                pacer.anchor(stand_in.last_matched)
-                for e in emits:
-                    out.put_nowait(e)
-                reported = report(stand_in, reported, say)
+                replay.receive(await ws.recv(decode=False))  # payload bytes, never decoded
         except ConnectionClosed:
             pass
-        out.put_nowait(None)
+        replay.close()
 
     async with asyncio.TaskGroup() as tg:
         tg.create_task(reader())
         tg.create_task(writer())
-    return finish(stand_in, reported, say)
+    return replay.finish()
 
 
 class _Listener:

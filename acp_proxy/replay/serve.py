@@ -18,7 +18,7 @@ import ipaddress
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -189,6 +189,44 @@ def _summary(stand_in: AgentStandIn, say: Say) -> None:
         say("the replay ran clean")
 
 
+class Replay:
+    """One client's replay, whatever carries it (stdio, WebSocket, Streamable HTTP): the
+    stand-in, the pacing of what it sends, and the problems said so far. The transport
+    hands it each message the client sent (:meth:`receive`), writes what :meth:`paced`
+    yields, and ends it with :meth:`close`, then :meth:`finish`."""
+
+    def __init__(self, recording: Recording, mode: MatchMode, timing: Timing, say: Say) -> None:
+        self.stand_in = AgentStandIn(recording.messages, mode)
+        self.pacer = Pacer(timing, say)
+        self.say = say
+        self._out: asyncio.Queue[Emit | None] = asyncio.Queue()
+        self._reported = 0
+        for e in self.stand_in.start():
+            self._out.put_nowait(e)
+
+    def receive(self, raw: bytes) -> None:
+        """A message from the client: what the stand-in answers is queued to be sent."""
+        emits = self.stand_in.receive(raw)
+        self.pacer.anchor(self.stand_in.last_matched)
+        for e in emits:
+            self._out.put_nowait(e)
+        self._reported = report(self.stand_in, self._reported, self.say)
+
+    async def paced(self) -> AsyncIterator[Emit]:
+        """What the stand-in sends, each at its recorded time, until :meth:`close`."""
+        while (emit := await self._out.get()) is not None:
+            await self.pacer.wait(emit)
+            yield emit
+
+    def close(self) -> None:
+        """The client is gone: :meth:`paced` ends after what is queued."""
+        self._out.put_nowait(None)
+
+    def finish(self) -> bool:
+        """Report what is left and the summary; True when the replay ran clean."""
+        return finish(self.stand_in, self._reported, self.say)
+
+
 async def serve_stdio(
     recording: Recording,
     *,
@@ -199,14 +237,10 @@ async def serve_stdio(
     say: Say = say_on_stderr,
 ) -> bool:
     """Be the agent on our stdin/stdout until the client closes stdin; True when clean."""
-    stand_in = AgentStandIn(recording.messages, mode)
-    out: asyncio.Queue[Emit | None] = asyncio.Queue()
-    pacer = Pacer(timing)
-    reported = 0
+    replay = Replay(recording, mode, timing, say)
 
     async def writer() -> None:
-        while (emit := await out.get()) is not None:
-            await pacer.wait(emit)
+        async for emit in replay.paced():
             data = emit.data + b"\n" if emit.terminated else emit.data
             try:
                 await asyncio.to_thread(write_all, stdout_fd, data)
@@ -215,32 +249,23 @@ async def serve_stdio(
                 return
 
     async def reader() -> None:
-        nonlocal reported
-        for e in stand_in.start():
-            out.put_nowait(e)
         framer = LineFramer()
         while True:
             try:
                 chunk = await asyncio.to_thread(os.read, stdin_fd, CHUNK)
             except OSError:
                 chunk = b""
-            pieces = framer.feed(chunk) if chunk else framer.end()
-            for piece in pieces:
-                if not piece.raw.strip():
-                    continue
-                emits = stand_in.receive(piece.raw)
-                pacer.anchor(stand_in.last_matched)
-                for e in emits:
-                    out.put_nowait(e)
-                reported = report(stand_in, reported, say)
+            for piece in framer.feed(chunk) if chunk else framer.end():
+                if piece.raw.strip():
+                    replay.receive(piece.raw)
             if not chunk:
                 break
-        out.put_nowait(None)
+        replay.close()
 
     async with asyncio.TaskGroup() as tg:
         tg.create_task(reader())
         tg.create_task(writer())
-    return finish(stand_in, reported, say)
+    return replay.finish()
 
 
 def parse_listen(text: str) -> tuple[str, int]:
