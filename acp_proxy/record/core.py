@@ -46,12 +46,6 @@ from acp_proxy.record.wire import Flag, Record, Stream, Type
 __all__ = ["Core"]
 
 _DIR_TEXT = {Stream.C2A: "c2a", Stream.A2C: "a2c", Stream.STDERR: "stderr"}
-# The flag bits as plain ints: ``int & Flag.X`` goes through the enum's Python code and
-# builds a Flag, a microsecond a frame on the hot path.
-_UNDELIVERED = int(Flag.UNDELIVERED)
-_OVERSIZE = int(Flag.OVERSIZE)
-_BINARY = int(Flag.BINARY)
-_TERMINATED = int(Flag.TERMINATED)
 
 
 class Core:
@@ -232,7 +226,7 @@ class Core:
                 return
             data = data[skip:]
         cap.touched = True
-        if rec.flags & _UNDELIVERED:
+        if rec.flags & Flag.UNDELIVERED:
             st.undelivered = True
         st.chunk_position = st.position
         st.chunk_first_seq = None
@@ -308,13 +302,13 @@ class Core:
         st.position = rec.position + 1
         st.pending_start = st.position
         flags = rec.flags
-        if flags & _UNDELIVERED:
+        if flags & Flag.UNDELIVERED:
             st.undelivered = True
-        opcode = None if flags & _OVERSIZE else ("binary" if flags & _BINARY else "text")
-        extra = ("split",) if flags & _OVERSIZE else ()
+        opcode = None if flags & Flag.OVERSIZE else ("binary" if flags & Flag.BINARY else "text")
+        extra = ("split",) if flags & Flag.OVERSIZE else ()
         st.chunk_position = rec.position
         st.chunk_first_seq = None
-        terminated = bool(flags & _TERMINATED)
+        terminated = bool(flags & Flag.TERMINATED)
         frame_rows(cap, s, st, rec.payload, terminated, opcode, rec.t_ns, extra, None, self._rows)
 
     def _stderr(self, cap: CaptureState, rec: Record) -> None:

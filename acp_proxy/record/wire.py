@@ -66,7 +66,11 @@ class Stream(enum.IntEnum):
     STDERR = 3
 
 
-class Flag(enum.IntFlag):
+class Flag:
+    """The bits of a record's ``flags``. Plain ints, not an ``IntFlag``: every record is
+    flagged by the relay and tested by the recorder, and an ``IntFlag``'s ``|`` and ``&``
+    run the enum's Python code and build a new member each time (a microsecond a frame)."""
+
     NONE = 0
     BINARY = 1  # MESSAGE: a WebSocket binary message
     TERMINATED = 2  # MESSAGE: a bridge's stdio leg carried it as a line ending in \n
