@@ -24,7 +24,12 @@ FRAME_COLUMNS = (
 _ROWS_PER_STATEMENT = 50
 _FULL_COLUMNS = FRAME_COLUMNS.removeprefix("capture_id, ")
 _LEAN_COLUMNS = "seq, direction, t_ns, raw, terminated, size, kind, method, session_id, update_kind"
-_OPCODES = {"text": "text"}  # the opcodes a lean statement may hold as a constant
+# A statement's shape: the columns it binds, how many, and the columns it holds as
+# constants (SQL literals of ours, never a peer's text).
+_Shape = tuple[str, int, tuple[tuple[str, str], ...]]
+_FULL: _Shape = (_FULL_COLUMNS, 18, ())
+_LEAN: _Shape = (_LEAN_COLUMNS, 10, ())
+_LEAN_TEXT: _Shape = (_LEAN_COLUMNS, 10, (("opcode", "'text'"),))
 
 
 def info_values(i: Info) -> tuple[Any, ...]:
@@ -62,7 +67,7 @@ class FrameInserter:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
-        self._statements: dict[tuple[int, str, int, str | None], str] = {}
+        self._statements: dict[tuple[int, _Shape, int], str] = {}
 
     def insert(self, cid: int, rows: list[FrameRow]) -> None:
         """Insert many rows per statement (SQLite's per-statement work and the module's
@@ -70,16 +75,13 @@ class FrameInserter:
         fields — most notifications — go through a statement that binds only those:
         binding a parameter, even a NULL, is most of an insert's cost; a WebSocket text
         message's opcode is a constant of that statement, not a parameter. Rows go in
-        ``seq`` order (runs of one shape at a time), so rowid order stays the capture's
-        order."""
-        lean: list[tuple[Any, ...]] = []
-        lean_opcode: str | None = None
-        full: list[tuple[Any, ...]] = []
+        ``seq`` order, a run of one shape at a time, so rowid order stays the capture's."""
+        shape: _Shape = _FULL
+        run: list[tuple[Any, ...]] = []
         for r in rows:
             if r.parts is not None:
-                self._insert(cid, _LEAN_COLUMNS, lean, lean_opcode)
-                self._insert(cid, _FULL_COLUMNS, full)
-                lean, full = [], []
+                self._insert(cid, shape, run)
+                run = []
                 self._long_frame(cid, r)
                 continue
             i = r.info
@@ -88,55 +90,45 @@ class FrameInserter:
                 r.request_seq is None
                 and not r.anomalies
                 and i.id is None
-                and (opcode is None or opcode == "text")
                 and i.tool_call_id is None
                 and i.terminal_id is None
                 and i.error_code is None
+                and (opcode is None or opcode == "text")
             ):
+                now = _LEAN if opcode is None else _LEAN_TEXT
                 raw = r.raw
-                if full:
-                    self._insert(cid, _FULL_COLUMNS, full)
-                    full = []
-                if opcode != lean_opcode:
-                    self._insert(cid, _LEAN_COLUMNS, lean, lean_opcode)
-                    lean, lean_opcode = [], opcode
-                lean.append(
-                    (
-                        r.seq,
-                        r.direction,
-                        r.t_ns,
-                        raw,
-                        1 if r.terminated else 0,
-                        len(raw),
-                        i.kind,
-                        i.method,
-                        i.session_id,
-                        i.update_kind,
-                    )
+                values: tuple[Any, ...] = (
+                    r.seq,
+                    r.direction,
+                    r.t_ns,
+                    raw,
+                    1 if r.terminated else 0,
+                    len(raw),
+                    i.kind,
+                    i.method,
+                    i.session_id,
+                    i.update_kind,
                 )
             else:
-                if lean:
-                    self._insert(cid, _LEAN_COLUMNS, lean, lean_opcode)
-                    lean = []
-                full.append(_frame_values(r))
-        self._insert(cid, _LEAN_COLUMNS, lean, lean_opcode)
-        self._insert(cid, _FULL_COLUMNS, full)
+                now, values = _FULL, _frame_values(r)
+            if now is not shape:
+                self._insert(cid, shape, run)
+                shape, run = now, []
+            run.append(values)
+        self._insert(cid, shape, run)
 
-    def _insert(
-        self, cid: int, columns: str, rows: list[tuple[Any, ...]], opcode: str | None = None
-    ) -> None:
+    def _insert(self, cid: int, shape: _Shape, rows: list[tuple[Any, ...]]) -> None:
         if not rows:
             return
         k = _ROWS_PER_STATEMENT
-        n = len(rows[0])
         whole = len(rows) - len(rows) % k
         if whole:
             self.conn.executemany(
-                self._statement(cid, columns, n, k, opcode),
+                self._statement(cid, shape, k),
                 (list(chain.from_iterable(rows[i : i + k])) for i in range(0, whole, k)),
             )
         if whole < len(rows):
-            self.conn.executemany(self._statement(cid, columns, n, 1, opcode), rows[whole:])
+            self.conn.executemany(self._statement(cid, shape, 1), rows[whole:])
 
     def _long_frame(self, cid: int, r: FrameRow) -> None:
         """A frame too long to bind at once: a zeroblob filled piece by piece."""
@@ -153,17 +145,14 @@ class FrameInserter:
             for part in r.parts or ():
                 blob.write(part)
 
-    def _statement(
-        self, capture_id: int, columns: str, width: int, n: int, opcode: str | None
-    ) -> str:
-        key = (capture_id, columns, n, opcode)
+    def _statement(self, capture_id: int, shape: _Shape, n: int) -> str:
+        key = (capture_id, shape, n)
         sql = self._statements.get(key)
         if sql is None:  # the id is ours (an integer from the database), safe as a literal
-            if opcode is not None:  # one of _OPCODES, not a peer's text
-                columns += ", opcode"
-                one = f"({int(capture_id)}, {', '.join('?' * width)}, '{_OPCODES[opcode]}')"
-            else:
-                one = f"({int(capture_id)}, {', '.join('?' * width)})"
+            bound, width, constants = shape
+            values = ["?"] * width + [literal for _, literal in constants]
+            one = f"({int(capture_id)}, {', '.join(values)})"
+            columns = ", ".join([bound, *(name for name, _ in constants)])
             sql = (
                 f"INSERT OR IGNORE INTO messages (capture_id, {columns}) VALUES "
                 f"{', '.join([one] * n)}"
