@@ -24,24 +24,23 @@ EVERY_BYTES = 32 * 1024 * 1024
 
 
 class Checkpointer:
-    """Copies the WAL of ``db_path`` into the database as commits add to it (:meth:`wrote`)."""
+    """Copies the WAL of ``db_path`` into the database as commits add to it (:meth:`progress`)."""
 
     def __init__(self, db_path: Path, every: int = EVERY_BYTES) -> None:
         self._every = every
         self._conn = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
         self._wake = threading.Event()
         self._stop = False
-        self._pending = 0  # bytes committed since a checkpoint was last asked for
+        self._asked_at = 0  # the bytes committed when a checkpoint was last asked for
         self.done = 0  # checkpoints run
         self._thread = threading.Thread(target=self._run, name="acp-proxy-checkpoint", daemon=True)
         self._thread.start()
 
-    def wrote(self, nbytes: int) -> None:
-        """After a commit of about ``nbytes``: ask for a checkpoint once enough was written
-        since the last one was asked for."""
-        self._pending += nbytes
-        if self._pending >= self._every:
-            self._pending = 0
+    def progress(self, committed: int) -> None:
+        """After a commit, with about how many bytes were committed in all: ask for a
+        checkpoint once enough more were since the last one was asked for."""
+        if committed - self._asked_at >= self._every:
+            self._asked_at = committed
             self._wake.set()
 
     def close(self) -> None:

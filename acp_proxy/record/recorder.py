@@ -73,7 +73,6 @@ class Recorder:
         self.core = Core(lookup=self._lookup)
         self._rows: list[Row] = []  # made by the core, not yet committed
         self._checkpointer: Checkpointer | None = None
-        self._counted = 0  # journal bytes read when the checkpointer was last told
         self._failing: str | None = None
         self._retry = 0
         self._next_try = 0.0
@@ -191,18 +190,13 @@ class Recorder:
         if self._reader is not None:
             self._reader.remove_before(position)
             if self._checkpointer is not None:
-                read = self._reader.read_bytes
-                self._checkpointer.wrote(read - self._counted)
-                self._counted = read
+                self._checkpointer.progress(self._reader.read_bytes)
 
     def _refused_value(self, e: BaseException) -> bool:
         self._warn(f"warning: storing a batch row by row ({type(e).__name__}: {e})")
         if not self._salvage():
             return False
-        self._failing = None
-        self._retry = 0
-        if self._reader is not None:
-            self._reader.remove_before(self._committed_position())
+        self._written([], self._committed_position())  # the rows were observed one by one
         return True
 
     def _observe(self, rows: list[Row]) -> None:

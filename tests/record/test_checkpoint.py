@@ -19,14 +19,14 @@ def test_the_wal_is_copied_once_enough_was_written(db: Path) -> None:
     blob = b"x" * 4096
     for _ in range(100):  # 400 KiB: not enough yet
         writer.execute("INSERT INTO t VALUES (?)", [blob])
-    checkpointer.wrote(100 * 4096)
+    checkpointer.progress(100 * 4096)
     time.sleep(0.2)
     assert checkpointer.done == 0
     # everything is in the WAL still: the database file holds the schema alone
     assert db.stat().st_size < 300 * 4096
     for _ in range(200):
         writer.execute("INSERT INTO t VALUES (?)", [blob])
-    checkpointer.wrote(200 * 4096)  # past 1 MiB: one is asked for
+    checkpointer.progress(300 * 4096)  # past 1 MiB in all: one is asked for
     deadline = time.monotonic() + 30
     while checkpointer.done == 0:
         assert time.monotonic() < deadline
