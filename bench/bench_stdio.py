@@ -27,6 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from flood_agent import notification  # noqa: E402
+
+from acp_proxy.store.db import PAGE_SIZE  # noqa: E402
+
 AGENT = HERE / "flood_agent.py"
 PY = sys.executable
 MB = 1_000_000
@@ -249,16 +256,10 @@ def pct(xs: list[float], p: float) -> float:
 
 def sqlite_alone(count: int, size: int, tmp: Path) -> float:
     """What SQLite alone takes, in rows a second, of the same frames written the recorder's
-    way (a new database's page size, WAL, 10 000 rows a transaction, 50 a statement) into
-    the narrowest table that keeps them (id, seq, bytes): no reading, cutting or
-    classifying. A ceiling for any recorder that stores frames as SQLite rows."""
-    sys.path.insert(0, str(HERE.parent))
-    from acp_proxy.store.db import PAGE_SIZE
-
-    sys.path.pop(0)
-    sys.path.insert(0, str(HERE))
-    from flood_agent import notification
-
+    way (a new database's page size, WAL, transactions of 10 000 rows — the 2 MiB the
+    recorder reads at a time, in 200 B frames — 50 rows a statement) into the narrowest
+    table that keeps them (id, seq, bytes): no reading, cutting or classifying. A ceiling
+    for any recorder that stores frames as SQLite rows."""
     raw = notification(size)[:-1]
     conn = sqlite3.connect(tmp / "alone.sqlite", isolation_level=None)
     conn.execute(f"PRAGMA page_size = {PAGE_SIZE}")
