@@ -15,6 +15,8 @@ import h2.config
 import h2.connection
 import h2.events
 
+from support.http import loopback_server
+
 Raw = list[tuple[bytes, bytes]]
 
 
@@ -227,10 +229,5 @@ async def h2_upstream(reply: Callable[[Raw, bytes], list[Action]]) -> AsyncItera
                 task.cancel()
             writer.close()
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    up.url = f"http://127.0.0.1:{port}/acp"
-    try:
+    async with loopback_server(handle) as up.url:
         yield up
-    finally:
-        server.close()

@@ -33,6 +33,17 @@ from support.ws import Proxy, listening, rows
 StreamKey = tuple[str, str, str | None]  # method, connection id, session id
 
 
+@contextlib.asynccontextmanager
+async def loopback_server(handle: Any) -> AsyncIterator[str]:
+    """``handle(reader, writer)`` serving connections on a loopback port: its ``/acp`` URL."""
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}/acp"
+    finally:
+        server.close()
+
+
 def _sdk_agent_class() -> Any:
     spec = importlib.util.spec_from_file_location("http_sdk_agent", PEERS / "sdk_agent.py")
     assert spec is not None and spec.loader is not None
@@ -351,13 +362,8 @@ async def raw_upstream(reply: Any) -> AsyncIterator[RawUpstream]:
         finally:
             writer.close()
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    up.url = f"http://127.0.0.1:{port}/acp"
-    try:
+    async with loopback_server(handle) as up.url:
         yield up
-    finally:
-        server.close()
 
 
 def chunked(*pieces: bytes) -> list[bytes]:
