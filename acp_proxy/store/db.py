@@ -31,8 +31,8 @@ BUSY_TIMEOUT_MS = int(os.environ.get("ACP_PROXY_BUSY_TIMEOUT_MS", "10000"))
 # The page size of a new database (SQLite's largest). Frames are mostly a few hundred bytes
 # to a few KB: with the default 4 KiB pages a 4 KB frame spills onto an overflow page of its
 # own, and each page is a unit of work for the recorder's inserts and for checkpoints. With
-# 64 KiB pages the recorder took 4 KB frames at about 1.5 times the rate, 200 B frames at
-# about 1.15 times (docs/performance.md). A database made before keeps its own page size.
+# 64 KiB pages the recorder took 4 KB frames at about 1.4 times the rate; 200 B frames
+# moved within the noise (docs/performance.md). A database made before keeps its own.
 PAGE_SIZE = 65536
 
 
