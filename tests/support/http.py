@@ -171,26 +171,40 @@ Transcript = tuple[list[dict[str, Any]], list[str]]
 PROMPTS = ("hello", "héllo wörld ✔")
 
 
+@contextlib.asynccontextmanager
+async def _session(
+    transport: Any, cwd: Path, *, terminal: bool = False
+) -> AsyncIterator[tuple[RecordingClient, Any, str]]:
+    """An SDK client connected on ``transport``, initialized (with the terminal capability
+    when ``terminal``), with one session: (the client, the connection, the session id).
+    The connection and the transport are closed at the end."""
+    client = RecordingClient()
+    conn = connect_to_agent(client, transport)
+    fs = FileSystemCapabilities(read_text_file=True)
+    try:
+        await conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=(
+                ClientCapabilities(fs=fs, terminal=True) if terminal else ClientCapabilities(fs=fs)
+            ),
+            client_info=Implementation(name="sdk-http-client", version="0.1.0"),
+        )
+        session = await conn.new_session(cwd=str(cwd), mcp_servers=[])
+        yield client, conn, session.session_id
+    finally:
+        await conn.close()
+        await transport.close()
+
+
 async def sdk_session(transport: Any, cwd: Path, prompts: tuple[str, ...] = PROMPTS) -> Transcript:
     """One SDK client session on ``transport`` (any of the SDK's): initialize, a session,
     the prompts (each with a tool call, a permission request and a file read); the updates
     the client saw and the stop reasons. The transport is closed at the end."""
-    client = RecordingClient()
-    conn = connect_to_agent(client, transport)
-    try:
-        await conn.initialize(
-            protocol_version=PROTOCOL_VERSION,
-            client_capabilities=ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True)),
-            client_info=Implementation(name="sdk-http-client", version="0.1.0"),
-        )
-        session = await conn.new_session(cwd=str(cwd), mcp_servers=[])
+    async with _session(transport, cwd) as (client, conn, sid):
         stops = []
         for text in prompts:
-            r = await conn.prompt(session_id=session.session_id, prompt=[text_block(text)])
+            r = await conn.prompt(session_id=sid, prompt=[text_block(text)])
             stops.append(r.stop_reason)
-    finally:
-        await conn.close()
-        await transport.close()
     return client.updates, stops
 
 
@@ -211,18 +225,7 @@ async def terminal_and_cancel(transport: Any, cwd: Path) -> Transcript:
     """One SDK client session on ``transport`` that runs a command in a terminal of the
     client's (a real process), then a prompt the client cancels once the agent has started
     on it: the updates the client saw and the stop reasons."""
-    client = RecordingClient()
-    conn = connect_to_agent(client, transport)
-    try:
-        await conn.initialize(
-            protocol_version=PROTOCOL_VERSION,
-            client_capabilities=ClientCapabilities(
-                fs=FileSystemCapabilities(read_text_file=True), terminal=True
-            ),
-            client_info=Implementation(name="sdk-http-client", version="0.1.0"),
-        )
-        session = await conn.new_session(cwd=str(cwd), mcp_servers=[])
-        sid = session.session_id
+    async with _session(transport, cwd, terminal=True) as (client, conn, sid):
         ran = await conn.prompt(session_id=sid, prompt=[text_block("use a terminal")])
         seen = len(client.updates)
         waiting = asyncio.create_task(conn.prompt(session_id=sid, prompt=[text_block("wait")]))
@@ -230,9 +233,6 @@ async def terminal_and_cancel(transport: Any, cwd: Path) -> Transcript:
             await asyncio.sleep(0.01)
         await conn.cancel(session_id=sid)
         cancelled = await asyncio.wait_for(waiting, 30)
-    finally:
-        await conn.close()
-        await transport.close()
     return client.updates, [ran.stop_reason, cancelled.stop_reason]
 
 
