@@ -6,11 +6,15 @@ to our stdout, its stderr to our stderr, each chunk forwarded as it arrives and 
 to the recorder first (so frames are numbered before they are forwarded, and a response is
 never numbered before its request).
 
-Lifecycle: the agent's exit code becomes ours (a signal death is 128+N);
-SIGINT, SIGTERM and SIGHUP sent to us are passed to the agent; when the client closes our
-stdin we close the agent's and end the agent as every relay does
-(:class:`~acp_proxy.transports.process.AgentProcess`: ``grace`` seconds, then SIGTERM, then
-SIGKILL). The main thread waits for the agent on an event loop while threads pump the bytes.
+Lifecycle: the agent's exit code becomes ours (a signal death is 128+N); the signals an
+editor or a terminal sends us to end the agent (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1,
+SIGUSR2) are passed to the agent's process group, as they would have reached it without us;
+a SIGKILL, which we cannot pass on, reaches it through the guard
+(:mod:`acp_proxy.transports.guard`). When the client closes our stdin we close the agent's
+and end the agent as every relay does (:class:`~acp_proxy.transports.process.AgentProcess`:
+``grace`` seconds, then SIGTERM, then SIGKILL, to the group); once the agent has exited,
+what it left in its group is ended too. The main thread waits for the agent on an event loop
+while threads pump the bytes.
 """
 
 from __future__ import annotations
@@ -33,7 +37,14 @@ from acp_proxy.transports.stdio import pump, widen_pipe
 __all__ = ["DEFAULT_GRACE", "record_stdio"]
 
 DEFAULT_GRACE = 3.0
-_FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_FORWARDED_SIGNALS = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
 
 
 def record_stdio(
@@ -84,7 +95,9 @@ async def _until_exit(
             loop.call_soon_threadsafe(agent.stop_soon, "client closed stdin")
 
     threads = _start_pumps(agent.proc, tap, client_gone, finishing, *fds)
-    return threads, await agent.wait()
+    returncode = await agent.wait()
+    await agent.end_group()
+    return threads, returncode
 
 
 def _start_pumps(
@@ -162,8 +175,8 @@ def _forward_signals(proc: subprocess.Popen[bytes], tap: Tap) -> contextlib.Exit
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         tap.event("signal", signal=signal.Signals(signum).name, forwarded_to=proc.pid)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signum)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signum)  # the agent leads its own group
 
     for s in _FORWARDED_SIGNALS:
         previous = signal.signal(s, forward)

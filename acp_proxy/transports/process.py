@@ -2,13 +2,16 @@
 
 What belongs here: :class:`AgentProcess` — starting the agent the way a shell would
 (:func:`~acp_proxy.transports.stdio.spawn_agent`: 127 when the command is missing, 126 when
-it cannot be executed) and recording its pid and the ``spawn`` event; waiting for its exit
-without a thread (a pidfd tells the event loop); ending it once its client is gone —
-``grace`` seconds to exit by itself, then SIGTERM, then SIGKILL after as long again (half a
-second at the least), each signal recorded as a ``terminate`` event; and its exit status as
-a shell reports it (128+N for signal N), recorded as the ``exit`` event. For the callers that
-run on an event loop, also its stdout and stdin as asyncio streams and its stderr relayed to
-ours and recorded.
+it cannot be executed) as the leader of a process group of its own, watched by the guard
+(:mod:`acp_proxy.transports.guard`: the group is killed if we die), and recording its pid and
+the ``spawn`` event; waiting for its exit without a thread (a pidfd tells the event loop);
+ending it once its client is gone — ``grace`` seconds to exit by itself, then SIGTERM, then
+SIGKILL after as long again (half a second at the least), each signal sent to the whole group
+and recorded as a ``terminate`` event; ending what is left of its group once it has exited
+(:meth:`AgentProcess.end_group`: an npm launcher's native child, say, that would otherwise
+hold its stdout open and outlive us); and its exit status as a shell reports it (128+N for
+signal N), recorded as the ``exit`` event. For the callers that run on an event loop, also
+its stdout and stdin as asyncio streams and its stderr relayed to ours and recorded.
 """
 
 from __future__ import annotations
@@ -23,12 +26,15 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from acp_proxy.record.link import Tap
+from acp_proxy.transports.guard import guard
 from acp_proxy.transports.stdio import CHUNK, exit_status, spawn_agent, write_all
 
-__all__ = ["AgentProcess"]
+__all__ = ["AgentProcess", "group_members"]
 
 _MIN_TERM_WAIT = 0.5  # SIGTERM gets at least this long before SIGKILL, whatever the grace
 _DRAIN = 2.0  # how long the exit waits for the agent's stderr to be relayed
+_LEFTOVER_WAIT = 0.5  # what is left of the group once the agent exited: time to go alone
+_POLL = 0.05
 
 
 class AgentProcess:
@@ -39,7 +45,11 @@ class AgentProcess:
         self._spawned = time.monotonic_ns()
         self._exited: asyncio.Future[int] | None = None
         self._stopping: asyncio.Task[int] | None = None
+        self._group_ended: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self.pgid = proc.pid  # spawned as the leader of its own group
+        self.killed: list[str] = []  # what had to be signalled, for reports
+        self.signalled = False  # the agent itself was signalled by us to end it
 
     @classmethod
     def spawn(
@@ -48,6 +58,7 @@ class AgentProcess:
         """Start ``argv`` with pipes and record it (raises
         :class:`~acp_proxy.errors.AgentSpawnError` with the shell's exit code)."""
         proc = spawn_agent(argv, cwd=cwd)
+        guard.watch(proc.pid)
         tap.update(pid=proc.pid)
         tap.event("spawn", pid=proc.pid, argv=list(argv))
         return cls(proc, tap, grace)
@@ -64,12 +75,16 @@ class AgentProcess:
             self._stopping = asyncio.get_running_loop().create_task(self._stop(reason))
 
     async def stop(self, reason: str) -> int:
-        """End the process: ``grace`` seconds to exit by itself, then SIGTERM, then SIGKILL;
-        its return code. Once begun, calling it again only waits for the same end."""
+        """End the process and its group: ``grace`` seconds to exit by itself, then
+        SIGTERM, then SIGKILL, then what is left of the group (:meth:`end_group`); its
+        return code. Once begun, calling it again only waits for the same end."""
         self.stop_soon(reason)
         if self._stopping is None:
-            return await self.wait()
-        return await asyncio.shield(self._stopping)
+            returncode = await self.wait()
+        else:
+            returncode = await asyncio.shield(self._stopping)
+        await self.end_group()
+        return returncode
 
     async def _stop(self, reason: str) -> int:
         wait = self.grace
@@ -78,14 +93,43 @@ class AgentProcess:
                 return await asyncio.wait_for(self.wait(), wait)
             except TimeoutError:
                 self.tap.event("terminate", signal=sig.name, reason=reason)
-                with contextlib.suppress(ProcessLookupError):
-                    self.proc.send_signal(sig)
+                self.signalled = True
+                self.killed.append(f"{_describe(self.proc.pid)}: {sig.name} ({reason})")
+                self.signal_group(sig)
             wait = max(self.grace, _MIN_TERM_WAIT)
         return await self.wait()
 
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to the agent's whole process group."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pgid, sig)
+
     def kill_now(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
+        self.signal_group(signal.SIGKILL)
+
+    async def end_group(self) -> None:
+        """Once the agent has exited: the processes it left in its group get a moment to
+        exit alone, then SIGTERM, then SIGKILL; each signal is recorded. Then the guard
+        forgets the group. Bounded: about a second and a half at the most."""
+        if self._group_ended is None:
+            self._group_ended = asyncio.get_running_loop().create_task(self._end_group())
+        await asyncio.shield(self._group_ended)
+
+    async def _end_group(self) -> None:
+        await self.wait()
+        waits = (_LEFTOVER_WAIT, _MIN_TERM_WAIT, _MIN_TERM_WAIT)
+        for sig, wait in zip((signal.SIGTERM, signal.SIGKILL, None), waits, strict=True):
+            left = await _until_empty(self.pgid, wait)
+            if not left:
+                break
+            if sig is None:  # pragma: no cover - SIGKILL not honoured (uninterruptible I/O)
+                return  # the guard still has the group: it tries again when we end
+            names = [f"{pid} {name}" for pid, name in left]
+            self.tap.event("terminate", signal=sig.name, reason="left in the agent's group",
+                           group=self.pgid, pids=[pid for pid, _ in left])  # fmt: skip
+            self.killed.append(f"{', '.join(names)}: {sig.name} (left in the agent's group)")
+            self.signal_group(sig)
+        guard.release(self.pgid)
 
     def record_exit(self, returncode: int) -> tuple[int, int | None]:
         """Record the ``exit`` event; the exit code as a shell reports it, and the signal."""
@@ -100,8 +144,8 @@ class AgentProcess:
         return code, sig
 
     async def finish(self, reason: str) -> tuple[int, int | None]:
-        """Wait for the exit (ending the process if need be), let its stderr be relayed,
-        record the exit."""
+        """Wait for the exit (ending the process and its group if need be), let its
+        stderr be relayed, record the exit."""
         returncode = await self.stop(reason)
         for task in list(self._tasks):
             if task is not asyncio.current_task():
@@ -137,6 +181,51 @@ class AgentProcess:
             self.tap.stderr(data)
             with contextlib.suppress(OSError):
                 write_all(2, data)
+
+
+def group_members(pgid: int) -> list[tuple[int, str]]:
+    """The live processes of group ``pgid`` (pid, name); zombies are not counted."""
+    members = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:  # pragma: no cover - no /proc: ask the kernel whether any is left
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return []
+        except PermissionError:
+            pass
+        return [(pgid, "?")]
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name_end = stat.rfind(b")")
+        fields = stat[name_end + 2 :].split()
+        if len(fields) > 2 and fields[0] != b"Z" and fields[2] == str(pgid).encode():
+            name = stat[stat.find(b"(") + 1 : name_end].decode("utf-8", "replace")
+            members.append((int(entry), name))
+    return members
+
+
+def _describe(pid: int) -> str:
+    names = dict(group_members(pid))
+    return f"{pid} {names[pid]}" if pid in names else str(pid)
+
+
+async def _until_empty(pgid: int, wait: float) -> list[tuple[int, str]]:
+    """Wait up to ``wait`` seconds for group ``pgid`` to have no live process; what is
+    left then."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = group_members(pgid)
+        if not left or time.monotonic() >= deadline:
+            return left
+        await asyncio.sleep(_POLL)
 
 
 def _set_once(fut: asyncio.Future[None]) -> None:

@@ -52,7 +52,8 @@ def check_command(argv: Sequence[str]) -> None:
 
 
 def spawn_agent(argv: Sequence[str], *, cwd: str | None = None) -> subprocess.Popen[bytes]:
-    """Start ``argv`` with piped stdin, stdout and stderr."""
+    """Start ``argv`` with piped stdin, stdout and stderr, as the leader of a new process
+    group (its pid is the group's id)."""
     if not argv:
         raise AgentSpawnError("no agent command given (usage: acp-proxy record -- CMD ...)", 2)
     program = argv[0]
@@ -66,7 +67,9 @@ def spawn_agent(argv: Sequence[str], *, cwd: str | None = None) -> subprocess.Po
             stderr=subprocess.PIPE,
             bufsize=0,
             cwd=cwd,
-            start_new_session=False,
+            # the leader of a group of its own: a signal meant for the agent reaches what
+            # it started too, and the guard can end them all (acp_proxy.transports.guard)
+            process_group=0,
         )
     except OSError as e:
         raise spawn_error(program, e) from e
