@@ -27,6 +27,8 @@ import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import orjson
+
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Kind
 from acp_proxy.replay.detail import add_details, compare_detail, compare_tool_detail
@@ -34,7 +36,10 @@ from acp_proxy.replay.mapper import Mapper
 from acp_proxy.replay.match import Message, session_of
 from acp_proxy.replay.summary import Divergence, RunSummary, ToolCall, Turn, error_text
 
-__all__ = ["compare", "nothing_compared", "parse_ignore", "summarise_run"]
+__all__ = ["EXIT_CODE", "compare", "nothing_compared", "own_exit", "parse_ignore", "summarise_run"]
+
+EXIT_CODE = ("exit_code",)
+"""The ``--ignore`` key for the agent's exit code (a run-level fact, not a message path)."""
 
 A2C = Direction.AGENT_TO_CLIENT
 
@@ -192,6 +197,38 @@ def _files(update: dict[str, Any], run: RunSummary) -> None:
         for change in item.get("changes") or []:  # v2
             if isinstance(change, dict) and isinstance(change.get("path"), str):
                 run.files.setdefault(change["path"], f"<{change.get('operation')}>")
+
+
+def own_exit(capture: dict[str, Any], events: Iterable[dict[str, Any]]) -> int | None:
+    """The exit code of a recorded agent process when the agent ended on its own; None
+    when it is not the agent's behaviour — the client or the proxy ended it (a signal
+    passed on from the editor, a termination after the client left) — or unknown (a
+    remote agent, a capture still running)."""
+    code = capture.get("exit_code")
+    if not isinstance(code, int) or isinstance(code, bool):
+        return None
+    spawned = False
+    for e in events:
+        kind = e.get("kind")
+        if kind == "spawn":
+            spawned = True
+        elif kind == "exit":
+            break
+        elif kind == "signal" or (kind == "terminate" and not _leftover(e)):
+            return None
+    return code if spawned else None
+
+
+def _leftover(event: dict[str, Any]) -> bool:
+    """Whether a ``terminate`` event ended what was left of the group after the agent
+    exited (the agent's own exit code stands), rather than the agent itself."""
+    detail = event.get("detail")
+    if isinstance(detail, str | bytes):
+        try:
+            detail = orjson.loads(detail)
+        except orjson.JSONDecodeError:
+            return False
+    return isinstance(detail, dict) and "group" in detail
 
 
 def nothing_compared(recorded: RunSummary) -> str | None:

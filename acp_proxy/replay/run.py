@@ -24,7 +24,14 @@ from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.framing import LineFramer
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.replay.client import ClientStandIn, Step
-from acp_proxy.replay.compare import compare, nothing_compared, parse_ignore, summarise_run
+from acp_proxy.replay.compare import (
+    EXIT_CODE,
+    compare,
+    nothing_compared,
+    own_exit,
+    parse_ignore,
+    summarise_run,
+)
 from acp_proxy.replay.match import Problem
 from acp_proxy.replay.serve import Recording, load_recording
 from acp_proxy.replay.summary import Divergence, RunSummary
@@ -33,6 +40,7 @@ from acp_proxy.transports.process import AgentProcess
 __all__ = ["Outcome", "replay_client"]
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
+_DRAIN = 2.0  # after the agent's group has ended, how long its stdout may still be read
 
 
 @dataclass(slots=True)
@@ -48,6 +56,7 @@ class Outcome:
     replayed: RunSummary
     original_exit: int | None = None
     notes: list[str] = field(default_factory=list)
+    killed: list[str] = field(default_factory=list)  # what ending the agent took
 
     @property
     def diverged(self) -> bool:
@@ -63,6 +72,7 @@ class Outcome:
             "agent_exit_code": self.exit_code,
             "recorded": self.recorded.to_json(),
             "replayed": self.replayed.to_json(),
+            "killed": self.killed,
         }
 
     def report(self) -> list[str]:
@@ -75,6 +85,8 @@ class Outcome:
         bad = [p for p in self.problems if not p.note]
         for p in self.problems:
             lines.append(f"  {'note' if p.note else 'replay'} · {p.message}")
+        for k in self.killed:
+            lines.append(f"  note · ending the agent took a signal: {k}")
         for d in self.divergences:
             lines.append(f"  {d}")
         if self.diverged:
@@ -94,21 +106,39 @@ async def _drive(
     timeout: float,
     grace: float,
     cwd: str | None,
-) -> int:
-    """Run the agent through the stand-in; returns its exit code."""
+) -> _Ended:
+    """Run the agent through the stand-in, then end it and its process group (bounded:
+    no pipe is waited on past the end of the group)."""
     agent = AgentProcess.spawn(argv, tap, grace=grace, cwd=cwd)
     stdout, stdin = await agent.pipes()
     run = _Run(stand_in, tap, stdin, timeout)
-    async with asyncio.TaskGroup() as tg:
-        tg.create_task(run.read_agent(stdout))
+    reader = asyncio.get_running_loop().create_task(run.read_agent(stdout))
+    try:
         await run.play()
         tap.end_stream(C2A)
         tap.event("client_eof")
         with contextlib.suppress(OSError):
             stdin.close()
         await agent.stop("replay finished")
+        # what the group wrote before it ended is read; a process outside the group that
+        # still holds the agent's stdout is not waited for
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(reader), _DRAIN)
+    finally:
+        if not reader.done():
+            reader.cancel()
+            tap.event("agent_stdout_abandoned", reason="still open after the agent ended")
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
     code, _sig = await agent.finish("replay finished")
-    return code
+    return _Ended(code, agent.signalled, agent.killed)
+
+
+@dataclass(frozen=True, slots=True)
+class _Ended:
+    code: int
+    by_us: bool  # the agent itself had to be signalled: its exit code is not its own
+    killed: list[str]
 
 
 class _Run:
@@ -213,8 +243,10 @@ def replay_client(
     meta = CaptureMeta(transport="stdio", agent_command=list(argv), cwd=os.getcwd(), label=label)
     tap = writer.open_capture(meta)
     code: int | None = None
+    ended: _Ended | None = None
     try:
-        code = asyncio.run(_drive(stand_in, argv, tap, timeout=timeout, grace=grace, cwd=cwd))
+        ended = asyncio.run(_drive(stand_in, argv, tap, timeout=timeout, grace=grace, cwd=cwd))
+        code = ended.code
     except AgentSpawnError as e:
         tap.event("spawn_failed", error=str(e))
         raise
@@ -230,8 +262,11 @@ def replay_client(
     if empty is not None:
         stand_in.problems.add("nothing_compared", f"nothing to compare: {empty}")
     original_exit = recording.capture.get("exit_code")
-    if isinstance(original_exit, int) and code is not None and original_exit != code:
-        divergences.append(Divergence("run", "agent exit code", original_exit, code))
+    recorded_own = own_exit(recording.capture, recording.events)
+    replayed_own = None if ended is None or ended.by_us else ended.code
+    compared = EXIT_CODE not in patterns and None not in (recorded_own, replayed_own)
+    if compared and recorded_own != replayed_own:
+        divergences.append(Divergence("run", "agent exit code", recorded_own, replayed_own))
     return Outcome(
         source=recording.source,
         capture_id=capture_id,
@@ -241,6 +276,7 @@ def replay_client(
         recorded=recorded,
         replayed=replayed,
         original_exit=original_exit if isinstance(original_exit, int) else None,
+        killed=ended.killed if ended is not None else [],
     )
 
 

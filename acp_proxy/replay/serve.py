@@ -61,6 +61,7 @@ class Recording:
     messages: list[Message]
     source: str
     capture: dict[str, Any] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)  # the capture's events
 
     @property
     def protocol_version(self) -> int | None:
@@ -77,6 +78,7 @@ def load_recording(ref: str | None, db: Path, *, session: str | None = None) -> 
     source = resolve(ref, db)
     try:
         frames = [f.frame for f in source.frames()]
+        events = source.events()
     finally:
         source.close()
     capture = source.capture
@@ -86,7 +88,7 @@ def load_recording(ref: str | None, db: Path, *, session: str | None = None) -> 
         messages = select_session(messages, session)
     if not messages:
         raise UsageError(f"{source_name} holds no messages to replay")
-    return Recording(messages, source_name, capture)
+    return Recording(messages, source_name, capture, events)
 
 
 def select_session(messages: list[Message], session: str) -> list[Message]:

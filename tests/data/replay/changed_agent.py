@@ -2,7 +2,9 @@
 
 MODE: ``status`` (the test run's tool call fails), ``stop`` (turn 1 ends with ``refusal``),
 ``title`` (a tool call has another title), ``ask`` (it also reads a file it never read before),
-``fresh`` (no change but a new session id per ``session/new``, as real agents mint them).
+``fresh`` (no change but a new session id per ``session/new``, as real agents mint them),
+``command`` (its terminal runs the interpreter by another path), ``content`` (it writes other
+file contents), ``exit`` (it exits 3 at the end of the session).
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ class Changed(demo.Agent):
         super().update(update, **extra)
 
     def call(self, method: str, params: dict[str, Any]) -> Any:
+        if MODE == "command" and method == "terminal/create":
+            params = {**params, "command": sys.executable}  # works, but by another path
+        if MODE == "content" and method == "fs/write_text_file":
+            params = {**params, "content": params["content"] + "\n"}
         if MODE == "ask" and method == "fs/read_text_file":
             extra = {**params, "path": params["path"].replace("config.json", "secrets.env")}
             with contextlib.suppress(RuntimeError):  # no answer recorded for it: carry on
@@ -42,3 +48,5 @@ if __name__ == "__main__":
     if MODE == "fresh":
         demo.SESSION = f"sess_{uuid.uuid4().hex}"
     Changed().run()
+    if MODE == "exit":
+        sys.exit(3)
