@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -95,18 +96,18 @@ def record(
             fail("give either --upstream URL or an agent command, not both", 2)
         from acp_proxy.cli.ws import record_upstream
 
-        if live_check:
-            _start_live_check(db_path(db))
-        os._exit(
-            record_upstream(
-                db,
-                upstream,
-                label=label,
-                headers=headers,
-                keep_secrets=keep_secrets,
-                recorder_env=recorder_env,
-            )
+        voice = _LiveCheck(db_path(db)) if live_check else None
+        code = record_upstream(
+            db,
+            upstream,
+            label=label,
+            headers=headers,
+            keep_secrets=keep_secrets,
+            recorder_env=recorder_env,
         )
+        if voice is not None:
+            voice.close()
+        os._exit(code)
     if headers:
         fail("--header goes with --upstream", 2)
     if keep_secrets:
@@ -116,8 +117,7 @@ def record(
     if grace < 0:
         fail("--grace must be zero or more seconds", 2)
     tune_relay_process()
-    if live_check:
-        _start_live_check(db)
+    voice = _LiveCheck(db) if live_check else None
     writer = RecorderLink(db, recorder_env=recorder_env)
     code = 1
     try:
@@ -127,18 +127,37 @@ def record(
         code = e.exit_code
     finally:
         writer.close()
+        if voice is not None:
+            voice.close()
         sys.stderr.flush()
     os._exit(code)
 
 
-def _start_live_check(db: Path) -> None:
+class _LiveCheck:
     """The process of ``record --check`` (:mod:`acp_proxy.check.live`): it reads what the
-    recorder stored, never our stdin or stdout."""
-    import subprocess
+    recorder stored, never our stdin or stdout, and speaks through our stderr only while we
+    run. At the end we wait a moment for what only the end of a capture shows, then let it
+    go: the editor's stderr is never held for it."""
 
-    subprocess.Popen(
-        [sys.executable, "-m", "acp_proxy.check.live", str(db), str(os.getpid())],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    _FINAL_WORDS_S = 1.5
+
+    def __init__(self, db: Path) -> None:
+        import subprocess
+
+        from acp_proxy.record.voice import RelayedStderr
+
+        self.voice = RelayedStderr()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "acp_proxy.check.live", str(db), str(os.getpid())],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self.voice.fd,
+            start_new_session=True,
+        )
+
+    def close(self) -> None:
+        import subprocess
+
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(self._FINAL_WORDS_S)
+        self.voice.close()

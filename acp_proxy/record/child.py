@@ -7,9 +7,11 @@ what the relay had journaled is still recorded, and the captures it did not clos
 marked as ended with it. It is in its own session and ignores the
 signals a terminal or an editor sends the relay's process group, so it is never cut short;
 it ignores ``SIGXFSZ`` too, so a file size limit is an error it handles, not its death.
-Warnings go to stderr, which it shares with the relay — until the relay has been gone for a
-moment: a recorder still finishing then lets go of that stderr (whoever reads the relay's
-stderr, an editor, is not held up) and writes what it still has to say to ``DB.log``.
+Warnings go to stderr, which is a pipe the relay reads and passes on to its own
+(:mod:`acp_proxy.record.voice`), never the editor's stderr itself: once the relay is gone
+nothing reads it, and what the recorder still has to say goes to ``DB.log`` (mode 0600) and
+into the capture's events (``recorder_note``), so the editor waiting for the relay's stderr to
+close is never held up by a recorder still catching up.
 """
 
 from __future__ import annotations
@@ -20,17 +22,13 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
-from acp_proxy.record.link import stderr_warn
 from acp_proxy.record.recorder import Recorder
 from acp_proxy.store.db import now_iso
 
 __all__ = ["main"]
-
-# The relay waits this long less than its own wait for us (link.close), so its stderr ends
-# with it whenever we take longer.
-_DETACH_AFTER_S = 0.4
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.suppress(OSError):
         os.nice(10)
     db = Path(args[0])
+    with contextlib.suppress(OSError):
+        os.set_blocking(2, False)  # a relay that does not read us never blocks us
     out = _Warnings(db)
     telemetry = None
     if os.environ.get("ACP_PROXY_OTEL"):  # live spans (acp_proxy.otel.live), off the relay
@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
 
         telemetry = from_env(os.environ, out.warn)
     observer = telemetry.rows if telemetry is not None else None
-    recorder = Recorder(db, args[1], 0, warn=out.warn, on_input_end=out.detach_later,
-                        observer=observer)  # fmt: skip
+    recorder = Recorder(db, args[1], 0, warn=out.warn, observer=observer)
+    out.notes = recorder.note
     code = recorder.run()
     if telemetry is not None:
         telemetry.close(db)
@@ -66,36 +66,32 @@ def main(argv: list[str] | None = None) -> int:
 
 
 class _Warnings:
-    """stderr while the relay is there; ``DB.log`` once this process outlives it."""
+    """stderr while the relay reads it; ``DB.log`` and the capture's events once it does
+    not (it is gone)."""
 
     def __init__(self, db: Path) -> None:
         self._log = Path(f"{db}.log")
         self._detached = False
         self._lock = threading.Lock()
+        self.notes: Callable[[str], None] | None = None
 
     def warn(self, message: str) -> None:
+        line = f"acp-proxy: {message}\n".encode("utf-8", "backslashreplace")
         with self._lock:
             if not self._detached:
-                stderr_warn(message)
-                return
+                try:
+                    if os.write(2, line) == len(line):
+                        return
+                except BlockingIOError:
+                    pass  # the relay is slow to read: this one goes to the log
+                except OSError:  # nobody reads our stderr any more: the relay is gone
+                    self._detached = True
             with contextlib.suppress(OSError):
                 fd = os.open(self._log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
                 with os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace") as f:
                     f.write(f"{now_iso()} acp-proxy: {message}\n")
-
-    def detach_later(self) -> None:
-        timer = threading.Timer(_DETACH_AFTER_S, self._detach)
-        timer.daemon = True
-        timer.start()
-
-    def _detach(self) -> None:
-        with self._lock:
-            with contextlib.suppress(OSError):
-                sys.stderr.flush()
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, 2)
-                os.close(devnull)
-            self._detached = True
+        if self._detached and self.notes is not None:
+            self.notes(message)
 
 
 if __name__ == "__main__":

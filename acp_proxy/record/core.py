@@ -124,6 +124,13 @@ class Core:
             cap.closed = True
             cap.touched = True
 
+    def note(self, kind: str, detail: dict[str, Any], t_ns: int) -> None:
+        """An event of the recorder's own (a warning nobody was left to read on stderr),
+        for every capture of this input, at ``t_ns`` (the relay's monotonic clock)."""
+        for cap in self._captures.values():
+            self._rows.append(EventRow(cap.uid, self._rel(cap, t_ns), kind, detail))
+            cap.touched = True
+
     def take(self) -> list[Row]:
         """The rows made since the last call; each touched capture's progress last."""
         rows = self._rows

@@ -28,6 +28,7 @@ import orjson
 
 from acp_proxy.record.journal import JournalWriter
 from acp_proxy.record.tap import CaptureMeta, Tap
+from acp_proxy.record.voice import RelayedStderr
 from acp_proxy.record.wire import HEADER, Type
 from acp_proxy.store import liveness, private
 
@@ -63,6 +64,7 @@ class RecorderLink:
         self._warn = warn
         self._bell = -1
         self._proc: subprocess.Popen[bytes] | None = None
+        self._voice: RelayedStderr | None = None  # the recorder's stderr, through us
         self._thread: threading.Thread | None = None
         self._next = 1
         self._restarts = 0
@@ -112,13 +114,15 @@ class RecorderLink:
         r, w = os.pipe()
         proc = None
         if not self._in_process:
+            if self._voice is None:
+                self._voice = RelayedStderr()
             try:
                 proc = subprocess.Popen(
                     [sys.executable, "-m", "acp_proxy.record.child", str(self.db_path),
                      self.journal_id],
                     stdin=r,
                     stdout=subprocess.DEVNULL,
-                    stderr=None,
+                    stderr=self._voice.fd,  # never the editor's: it may outlive us
                     close_fds=True,
                     start_new_session=True,  # a Ctrl-C or a kill of our group spares it
                     env={**os.environ, **self._recorder_env} if self._recorder_env else None,
@@ -216,6 +220,8 @@ class RecorderLink:
         elif self._proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(wait)
+        if self._voice is not None:  # what it said until now is ours to pass on; the
+            self._voice.close()  # rest goes beside the database (record.child)
         if summary:
             self._warn(summary)
         if self._late:

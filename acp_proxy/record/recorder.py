@@ -47,6 +47,9 @@ _RETRY_S = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 # After the relay is gone, how long a locked database is waited for before leaving the
 # journal as a spill file.
 _PATIENCE_S = float(os.environ.get("ACP_PROXY_RECORDER_PATIENCE", "10"))
+# Our own writers wait for each other's short transactions all the time: a lock is news only
+# once it has lasted this long.
+_QUIET_LOCK_S = 5.0
 
 
 class Recorder:
@@ -60,20 +63,21 @@ class Recorder:
         bell: int,
         *,
         warn: Warn,
-        on_input_end: Callable[[], None] | None = None,
         observer: Callable[[list[Row]], None] | None = None,
     ) -> None:
         self.db_path = Path(db_path)
         self.journal = journal
         self._bell = bell
         self._warn = warn
-        self._on_input_end = on_input_end
+        self._notes: list[str] = []  # said once nobody reads our stderr: for the events
         self._observer = observer  # sees each batch once it is committed (live spans)
         self.db: Database | None = None
         self.core = Core(lookup=self._lookup)
         self._rows: list[Row] = []  # made by the core, not yet committed
         self._checkpointer: Checkpointer | None = None
         self._failing: str | None = None
+        self._failing_since = 0.0
+        self._said_failing = False
         self._retry = 0
         self._next_try = 0.0
         self._identity = liveness.identity()
@@ -118,11 +122,14 @@ class Recorder:
                 self._feed(batch)
             self._input_ended()
             self.core.finish(now_iso())
+            self._take_notes()
             self._rows += self.core.take()
             while not self._try_commit():
                 if self._given_up():
                     return self._leave(self._failing or "the database refused")
                 time.sleep(max(0.01, self._next_try - time.monotonic()))
+            if self._notes:  # said while the last batch was written ("... again"): best effort
+                self._try_commit()
             if reader.finish():
                 self._warn(
                     f"the journal {self.journal} ends with {reader.cut} bytes of a cut record"
@@ -164,6 +171,9 @@ class Recorder:
     def _try_commit(self) -> bool:
         """Write the rows made so far with how far the journal was read; False when the
         database refused them (they stay, nothing is lost: the journal still holds them)."""
+        if self._notes:
+            self._take_notes()
+            self._rows += self.core.take()
         if not self._rows:
             return True
         if self._failing and time.monotonic() < self._next_try:
@@ -182,9 +192,10 @@ class Recorder:
         return True
 
     def _written(self, rows: list[Row], position: int) -> None:
-        if self._failing:
+        if self._failing and self._said_failing:
             self._warn(f"recording to {self.db_path} again")
         self._failing = None
+        self._said_failing = False
         self._retry = 0
         self._observe(rows)
         if self._reader is not None:
@@ -249,7 +260,14 @@ class Recorder:
         self._warn(f"warning: could not store a {type(row).__name__}; left out")
 
     def _failed(self, why: str) -> None:
+        """The database refused a batch: retried later. Said once — at once, or for a
+        lock (another writer of ours, usually for a moment) only once it lasts."""
+        now = time.monotonic()
         if self._failing is None:
+            self._failing_since = now
+        quiet = _transient(why) and now - self._failing_since < _QUIET_LOCK_S
+        if not self._said_failing and not quiet:
+            self._said_failing = True
             self._warn(
                 f"warning: cannot write recordings database {self.db_path} ({why}); traffic "
                 "is still forwarded and kept beside it until it can be written"
@@ -288,8 +306,17 @@ class Recorder:
     def _input_ended(self) -> None:
         if self._ended_at is None:
             self._ended_at = time.monotonic()
-            if self._on_input_end is not None:
-                self._on_input_end()
+
+    def note(self, message: str) -> None:
+        """Something said after the relay was gone: it is written into the events of
+        this journal's captures with the next batch (any thread may call this)."""
+        self._notes.append(message)
+
+    def _take_notes(self) -> None:
+        if self._notes:
+            notes, self._notes = self._notes, []
+            for message in notes:
+                self.core.note("recorder_note", {"message": message}, time.monotonic_ns())
 
     def _given_up(self) -> bool:
         """After the relay is gone: whether waiting for the database any longer is
