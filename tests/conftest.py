@@ -18,4 +18,7 @@ def _no_env_db(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Tests never touch the user's default database."""
     monkeypatch.setenv("ACP_PROXY_DB", str(tmp_path / "default.sqlite"))
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    runtime = tmp_path / "runtime"  # where ledgers go that a full disk refused
+    runtime.mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     os.environ.pop("PYTHONSTARTUP", None)

@@ -317,11 +317,12 @@ def expand_path(path: Path) -> Path:
     return Path(os.path.expanduser(text))
 
 
-def db_path(db: Path | None, *, relaying: bool = False) -> Path:
+def db_path(db: Path | None, *, relaying: bool = False, reading: bool = True) -> Path:
     """The database ``--db`` names (expanded: :func:`expand_path`), else the default. A
     path through a regular file is refused here, before anything tries to create it,
     except when ``relaying``: a relay forwards all the same and warns that nothing is
-    recorded (the editor's agent must keep working)."""
+    recorded (the editor's agent must keep working). A command that reads it is told of
+    traffic lying beside it that nothing has brought in yet (:func:`note_pending`)."""
     path = expand_path(db) if db is not None else default_db_path()
     for parent in [] if relaying else path.parents:
         if parent.exists():
@@ -329,7 +330,26 @@ def db_path(db: Path | None, *, relaying: bool = False) -> Path:
                 shown = db if db is not None else path
                 raise UsageError(f"--db {shown}: {parent} is a file, not a directory")
             break
+    if reading and not relaying:
+        note_pending(path)
     return path
+
+
+_noted: set[Path] = set()
+
+
+def note_pending(path: Path) -> None:
+    """One line on stderr, once, when journals or loss ledgers of ``path`` were left
+    behind by relays and recorders that are gone: what is in the database is not all
+    there is, and the line says how to bring the rest in."""
+    if path in _noted:
+        return
+    _noted.add(path)
+    from acp_proxy.record.spill import pending
+
+    left = pending(path)
+    if left:
+        echo(f"acp-proxy: {left.describe(path)}", err=True)
 
 
 def open_store(db: Path | None) -> Store:

@@ -28,15 +28,11 @@ def import_spill(db: Path | None, files: tuple[Path, ...]) -> None:
 
     from acp_proxy.errors import StoreError
     from acp_proxy.record.imports import import_spills
-    from acp_proxy.record.spill import (
-        journal_of,
-        ledger_files,
-        legacy_spill_files,
-        spill_files,
-    )
+    from acp_proxy.record.ledger import ledger_files
+    from acp_proxy.record.spill import journal_of, legacy_spill_files, spill_files
     from acp_proxy.record.sqlite import Database
 
-    path = db_path(db)
+    path = db_path(db, reading=False)
     todo = None
     if files:
         known = {f.name: journal_of(path, f) for f in spill_files(path)}

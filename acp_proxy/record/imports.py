@@ -4,7 +4,8 @@ What belongs here: :func:`import_spills`, run by every recorder when it starts a
 ``acp-proxy import-spill``. A journal whose relay and recorder are gone (a SIGKILL, a database
 that could not be written) is read through the same :class:`~acp_proxy.record.core.Core`
 as a live one, from where the database says it was read to, so an import is exact and
-running it twice adds nothing. A ledger whose relay is gone becomes ``gap`` rows.
+running it twice adds nothing. A ledger whose relay is gone becomes ``gap`` rows, and the
+exit of a capture whose ``CLOSE`` record was lost.
 """
 
 from __future__ import annotations
@@ -14,17 +15,19 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from acp_proxy.record import spill
 from acp_proxy.record.core import Core
 from acp_proxy.record.follow import JournalReader
 from acp_proxy.record.journal import segment_path
-from acp_proxy.record.rows import FrameRow
+from acp_proxy.record.ledger import LedgerContent, ledger_files, read_ledger
+from acp_proxy.record.rows import CaptureFields, FrameRow, GapRow, OpenRow, Row
 from acp_proxy.record.sqlite import Database
 from acp_proxy.store import liveness
 from acp_proxy.store.db import now_iso
 
-__all__ = ["ImportResult", "import_spills"]
+__all__ = ["ImportResult", "import_ledger", "import_spills"]
 
 Warn = Callable[[str], None]
 
@@ -52,18 +55,84 @@ def import_spills(
         if name != skip:
             results.append(_import_journal(db, name, warn))
     if journals is None:
-        for ledger in spill.ledger_files(db.path):
+        for ledger in ledger_files(db.path):
             if (skip and ledger.name.endswith(skip)) or spill.is_locked(ledger):
                 continue
-            try:
-                n = db.note_losses(*spill.read_ledger(ledger), "could not be kept anywhere")
-            except sqlite3.Error:
-                continue
-            if n:
-                warn(f"wrote down {n} losses from {ledger}")
-            with contextlib.suppress(OSError):
-                ledger.unlink()
+            import_ledger(db, ledger, warn)
     return results
+
+
+def import_ledger(db: Database, ledger: Path, warn: Warn) -> None:
+    """Write down what ``ledger`` holds (gaps, how captures ended), then remove it."""
+    rows, gaps = ledger_rows(db, read_ledger(ledger), "could not be kept anywhere")
+    try:
+        db.write(rows)
+    except sqlite3.Error:
+        return
+    if gaps:
+        warn(f"wrote down {gaps} losses from {ledger}")
+    with contextlib.suppress(OSError):
+        ledger.unlink()
+
+
+_STREAMS = {1: "c2a", 2: "a2c", 3: "stderr"}
+
+
+def ledger_rows(db: Database, ledger: LedgerContent, reason: str) -> tuple[list[Row], int]:
+    """The rows that write a ledger down: ``gap`` events for the losses not yet in the
+    database (a capture it never got is opened from what the ledger knows of it, ended as
+    ``not_recorded``), and the end of captures whose ``CLOSE`` record was lost; with the
+    number of gaps."""
+    rows: list[Row] = []
+    opened: set[str] = set()
+
+    def known(uid: str) -> int | None:
+        cid = db.capture_id(uid)
+        if cid is None and uid not in opened:
+            opened.add(uid)
+            rows.append(OpenRow(uid, {**ledger.captures.get(uid, {}), "uid": uid}))
+            rows.append(CaptureFields(uid, {"end_reason": "not_recorded"}))
+        return cid
+
+    gaps = 0
+    for entry in ledger.losses:
+        uid, stream, ranges = entry.get("uid"), entry.get("stream"), entry.get("ranges")
+        if not isinstance(uid, str) or not isinstance(ranges, list):
+            continue
+        cid = known(uid)
+        name = _STREAMS.get(stream if isinstance(stream, int) else 0, "?")
+        for lost in ranges:
+            if isinstance(lost, list) and len(lost) == 3 and not _gap_known(db, cid, name, lost):
+                rows.append(GapRow(uid, name, lost[0], lost[1], lost[2], reason, None))
+                gaps += 1
+    for uid, fields in ledger.closes.items():
+        cid = known(uid)
+        row = db.conn.execute(
+            "SELECT exit_code, end_reason FROM captures WHERE id = ?", [cid]
+        ).fetchone()
+        if row is not None and row[0] is not None:
+            continue  # its relay's own account of the end reached the database
+        ended: dict[str, Any] = {
+            k: fields[k] for k in ("exit_code", "exit_signal", "ended_at") if k in fields
+        }
+        if row is not None and row[1] in (None, "proxy_gone"):
+            ended["end_reason"] = "closed"  # it was closed by its relay, not killed
+        rows.append(CaptureFields(uid, ended))
+    return rows, gaps
+
+
+def _gap_known(db: Database, cid: int | None, stream: str, lost: list[Any]) -> bool:
+    if cid is None:
+        return False
+    return (
+        db.conn.execute(
+            "SELECT 1 FROM events WHERE capture_id = ? AND kind = 'gap' "
+            "AND json_extract(detail, '$.stream') = ? "
+            "AND json_extract(detail, '$.start') <= ? AND json_extract(detail, '$.end') >= ?",
+            [cid, stream, lost[0], lost[1]],
+        ).fetchone()
+        is not None
+    )
 
 
 def _import_journal(db: Database, journal: str, warn: Warn) -> ImportResult:

@@ -33,6 +33,7 @@ from typing import Any
 import orjson
 
 from acp_proxy.record import spill
+from acp_proxy.record.ledger import Ledger
 from acp_proxy.record.wire import HEADER, Stream, Type
 
 __all__ = ["JournalWriter", "position", "segment_path", "split_position"]
@@ -120,7 +121,7 @@ class JournalWriter:
         self._failing: str | None = None
         self._said = False
         self.broken = False  # the journal could not even be started
-        self.ledger = spill.Ledger(self.db_path, journal)
+        self.ledger = Ledger(self.db_path, journal)
         self.ledger.reserve()
         self._lock = spill.hold_journal(self.db_path, journal)
         self._open_next()
@@ -284,6 +285,11 @@ class JournalWriter:
     def _lose(self, head: bytes, payload: bytes) -> None:
         _, type_, stream, _, capture, _, pos, _ = HEADER.unpack_from(head)
         size = _data_size(type_, len(payload))
+        if type_ == Type.CLOSE:  # how the capture ended must not read as a killed proxy
+            with contextlib.suppress(orjson.JSONDecodeError):
+                body = orjson.loads(payload)
+                if isinstance(body, dict):
+                    self.ledger.closed(self._metas.get(capture), body)
         if not size:
             return  # events and updates are small; the gap covers what they were about
         key = (capture, stream)
@@ -335,10 +341,7 @@ class JournalWriter:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
-        if self._losses:
-            self.ledger.close()
-        else:
-            self.ledger.remove()
+        self.ledger.close()  # kept only when it holds what the journal could not
         if self._lock is not None:
             os.close(self._lock)
             self._lock = None

@@ -82,7 +82,8 @@ class RecorderLink:
             self._warn(f"warning: not recording: {problem}; traffic is still forwarded")
             return
         self.journal = JournalWriter(self.db_path, self.journal_id, warn=warn)
-        if self.journal.broken:  # nothing to follow: no recorder, losses are counted
+        self._waiting = self.journal.broken  # for a journal: a recorder once there is one
+        if self.journal.broken:  # nothing to follow yet: losses are counted meanwhile
             self._bell = os.open(os.devnull, os.O_WRONLY)
         else:
             self._start()
@@ -160,6 +161,10 @@ class RecorderLink:
             self._late += len(payload)
             return
         self.journal.write(head, payload)
+        if self._waiting and not self.journal.broken:  # space again: follow it from now
+            self._waiting = False
+            os.close(self._bell)
+            self._start()
         try:
             os.write(self._bell, b"\0")
         except BlockingIOError:
@@ -202,6 +207,15 @@ class RecorderLink:
         self._proc = None
         self._start()
 
+    def _after_us(self) -> None:
+        """The recorder died while we were closing: one more reads the rest of the
+        journal after we are gone (or we say how to bring it in)."""
+        with self.lock:
+            self._replace()
+            with contextlib.suppress(OSError):
+                os.close(self._bell)  # nothing more to ring: it reads to the end, and ends
+            self._bell = -1
+
     def close(self, wait: float = 0.5) -> None:
         """No more records. The recorder finishes on its own; wait up to ``wait`` seconds
         for it (an in-process recorder is always waited for)."""
@@ -220,6 +234,8 @@ class RecorderLink:
         elif self._proc is not None:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self._proc.wait(wait)
+            if (self._proc.returncode or 0) < 0:  # killed before it was done
+                self._after_us()
         if self._voice is not None:  # what it said until now is ours to pass on; the
             self._voice.close()  # rest goes beside the database (record.child)
         if summary:

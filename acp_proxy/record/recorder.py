@@ -28,8 +28,9 @@ from acp_proxy.record import spill
 from acp_proxy.record.checkpoint import Checkpointer
 from acp_proxy.record.core import Core
 from acp_proxy.record.follow import JournalReader
-from acp_proxy.record.imports import import_spills
+from acp_proxy.record.imports import import_ledger, import_spills
 from acp_proxy.record.journal import segment_path
+from acp_proxy.record.ledger import ledger_files
 from acp_proxy.record.rows import FrameRow, Row
 from acp_proxy.record.sqlite import Database
 from acp_proxy.record.state import Resume
@@ -136,6 +137,7 @@ class Recorder:
                 )
             reader.remove_before(self._position + (1 << 40))
             self.db.forget_journal(self.journal)
+            self._own_ledger()
             done = True
             return 0
         finally:
@@ -146,6 +148,15 @@ class Recorder:
                 self.db.close()
             if hold is not None:
                 spill.release_journal(self.db_path, self.journal, hold, done=done)
+
+    def _own_ledger(self) -> None:
+        """What the relay could not even journal (a full disk) — losses, how a capture
+        ended — is in its ledger, closed by now: written down at once, not left for the
+        next recorder."""
+        assert self.db is not None
+        for ledger in ledger_files(self.db_path):
+            if ledger.name.endswith(f".ledger.{self.journal}") and not spill.is_locked(ledger):
+                import_ledger(self.db, ledger, self._warn)
 
     def _collect_when_idle(self) -> None:
         if not gc.isenabled() and time.monotonic() - self._collected > _COLLECT_EVERY_S:

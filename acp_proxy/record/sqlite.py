@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -318,49 +318,6 @@ class Database:
             "AND (anomalies IS NULL OR ',' || anomalies || ',' NOT LIKE '%,' || ? || ',%')",
             [r.anomaly, r.anomaly, self._id(r.uid), r.first_seq, r.last_seq, r.anomaly],
         )
-
-    # -- losses known only from a ledger -------------------------------------------------
-
-    def note_losses(
-        self, captures: dict[str, dict[str, Any]], losses: Iterable[dict[str, Any]], reason: str
-    ) -> int:
-        """Gap events for ledger entries not yet in the database (a capture it never got
-        is created from what the ledger knows of it); returns how many were added."""
-        added = 0
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            for entry in losses:
-                uid, stream, ranges = entry.get("uid"), entry.get("stream"), entry.get("ranges")
-                if not isinstance(uid, str) or not isinstance(ranges, list):
-                    continue
-                cid = self.capture_id(uid)
-                if cid is None:
-                    meta = {**captures.get(uid, {}), "uid": uid}
-                    self._open(OpenRow(uid, meta))
-                    self._fields(CaptureFields(uid, {"end_reason": "not_recorded"}))
-                    cid = self._id(uid)
-                name = {1: "c2a", 2: "a2c", 3: "stderr"}.get(
-                    stream if isinstance(stream, int) else 0, "?"
-                )
-                for lost in ranges:
-                    if not (isinstance(lost, list) and len(lost) == 3):
-                        continue
-                    start, end, frames = lost
-                    known = self.conn.execute(
-                        "SELECT 1 FROM events WHERE capture_id = ? AND kind = 'gap' "
-                        "AND json_extract(detail, '$.stream') = ? "
-                        "AND json_extract(detail, '$.start') <= ? "
-                        "AND json_extract(detail, '$.end') >= ?",
-                        [cid, name, start, end],
-                    ).fetchone()
-                    if known is None:
-                        self._gap(GapRow(uid, name, start, end, frames, reason, None))
-                        added += 1
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        return added
 
 
 def _texts(values: list[Any]) -> list[Any]:

@@ -134,6 +134,10 @@ def test_a_full_disk_loses_frames_but_writes_the_loss_down(tmp_path: Path, db: P
     assert c["lost_count"] > 0 and c["message_count"] > 0  # type: ignore[operator]
     assert not list(tmp_path.glob("rec.sqlite.ledger.*"))
     assert not list(tmp_path.glob("rec.sqlite.spill.*"))
+    # the proxy and its agent exited 0: that is what the capture says, with its loss
+    assert (c["exit_code"], c["end_reason"]) == (0, "closed")
+    listing = subprocess.run([*PROXY, "captures", "--db", str(db)], capture_output=True)
+    assert b"exit 0, incomplete" in listing.stdout.splitlines()[1]
 
 
 def test_a_locked_database_holds_up_nothing_and_loses_nothing(tmp_path: Path, db: Path) -> None:
@@ -195,8 +199,9 @@ def test_an_unwritable_database_forwards_and_says_so_once(tmp_path: Path) -> Non
     assert copy.read_bytes() == b'{"a":1}\n'
     lines = result.stderr.decode().strip().splitlines()
     assert len(lines) == 2 and "NOT recorded" in lines[0] and str(db) in lines[0]
-    assert lines[1] == (
-        "acp-proxy: warning: 2 frames (39 bytes) were forwarded but could not be recorded"
+    assert lines[1].startswith(
+        "acp-proxy: warning: 2 frames (39 bytes) were forwarded but could not be recorded; "
+        f"the loss is noted in {tmp_path / 'runtime' / 'acp-proxy'}/"
     )
 
 
