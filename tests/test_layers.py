@@ -17,6 +17,8 @@ PKG = PACKAGE
 # The longest matching prefix of a module's dotted name (inside the package) gives its layer.
 LAYERS = {
     "errors": 0,
+    "events": 0,
+    "sgr": 0,
     "protocol": 0,
     "reconstruct": 1,
     "replay.match": 1,
@@ -59,6 +61,8 @@ LAYERS = {
 # Sans-I/O: these take values and return values.
 PURE = (
     "errors",
+    "events",
+    "sgr",
     "export.asciicast",
     "export.patch",
     "protocol",

@@ -4,6 +4,7 @@ har or otlp, redacted on the way out when asked (``share`` always redacts)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import stat
@@ -88,12 +89,10 @@ def write_export(
     output: Path | None,
     redactor: Redactor | None,
     otel_content: bool = False,
+    frames_only: bool = False,
 ) -> None:
-    """Export one capture in ``fmt``, through ``redactor`` when given."""
-    import io
-
-    from acp_proxy.export.jsonl import write_jsonl
-
+    """Export one capture in ``fmt``, through ``redactor`` when given; ``frames_only``
+    leaves the agent's stderr and the events out."""
     if terminal is not None and fmt != "asciicast":
         raise UsageError("--terminal goes with --format asciicast")
     if otel_content and fmt != "otlp":
@@ -118,38 +117,16 @@ def write_export(
             echo(f"acp-proxy: {note}", err=True)
         _write(text.encode("utf-8"), output, fmt)
         return
+    from acp_proxy.export.whole import export_whole
+
     source = resolve(capture, db_path(db))
-    c = source.capture
-    stored = list(source.frames())
-    notes: dict[int, dict[str, object]] = {}
-    if redactor is not None:
-        from acp_proxy.export.sharing import redact_capture, redact_stored, summary_lines
+    say = functools.partial(_say, "acp-proxy: ")
+    written = export_whole(source, fmt, redactor, frames_only=frames_only, say=say)
+    _write(written.data, output, written.what)
 
-        shared = redact_stored(redactor, stored)
-        stored, notes = shared.frames, shared.notes
-        c = redact_capture(redactor, c)
-        for line in summary_lines(redactor, len(notes), len(stored)):
-            echo(f"acp-proxy: {line}", err=True)
-    if fmt == "jsonl":
-        import orjson
 
-        from acp_proxy.export.jsonl import capture_object
-        from acp_proxy.text.safe import json_visible_bytes
-
-        buf = io.BytesIO()
-        # the capture's metadata as redacted; its stderr and events are left out of a
-        # redacted export (free text that the frame rules do not cover)
-        buf.write(json_visible_bytes(orjson.dumps(capture_object(c), default=str)) + b"\n")
-        n = write_jsonl(stored, c["uid"], buf, notes)
-        _write(buf.getvalue(), output, f"{n} frames")
-    elif fmt == "html":
-        from acp_proxy.export.html import render_html
-
-        _write(render_html(c, stored).encode("utf-8"), output, "html")
-    else:
-        from acp_proxy.export.har import render_har
-
-        _write(render_har(c, stored, source.events(), redactor), output, "har")
+def _say(prefix: str, line: str) -> None:
+    echo(prefix + line, err=True)
 
 
 def _otlp(
@@ -191,6 +168,12 @@ def _otlp(
     data = json_visible_bytes(orjson.dumps(encode(spans, res, version=__version__))) + b"\n"
     _write(data, output, f"{len(spans)} spans")
 
+
+_frames_only_option = click.option(
+    "--frames-only",
+    is_flag=True,
+    help="Leave the agent's stderr and the capture events out (jsonl, html, har).",
+)
 
 _redact_rules_option = click.option(
     "--redact-rules",
@@ -254,6 +237,7 @@ _redact_rules_option = click.option(
     "files, text, paths or all, comma-separated). A summary goes to stderr.",
 )
 @_redact_rules_option
+@_frames_only_option
 @handle_errors
 def export(
     db: Path | None,
@@ -266,6 +250,7 @@ def export(
     output: Path | None,
     redact: tuple[str, ...],
     rules_file: Path | None,
+    frames_only: bool,
 ) -> None:
     """Export a capture (default: the latest) with its exact bytes, a terminal, or a patch.
 
@@ -291,22 +276,22 @@ def export(
     if redactor is None and fmt == "jsonl":  # metadata, frames, stderr, events; streamed
         if terminal is not None:
             raise UsageError("--terminal goes with --format asciicast")
-        _jsonl(db, capture, output)
+        _jsonl(db, capture, output, frames_only)
         return
     # redaction sees the whole capture first (stable pseudonyms, secrets split across chunks)
-    write_export(db, capture, fmt, terminal, output, redactor, otel_content)
+    write_export(db, capture, fmt, terminal, output, redactor, otel_content, frames_only)
 
 
-def _jsonl(db: Path | None, capture: str | None, output: Path | None) -> None:
+def _jsonl(db: Path | None, capture: str | None, output: Path | None, frames_only: bool) -> None:
     from acp_proxy.export.jsonl import write_export as write_jsonl_export
 
     source = resolve(capture, db_path(db))
     if output is not None:
         with open_private(output) as out:
-            n = write_jsonl_export(source, out)
+            n = write_jsonl_export(source, out, frames_only=frames_only)
         echo(f"wrote {n} frames to {output}", err=True)
     else:
-        write_jsonl_export(source, sys.stdout.buffer)
+        write_jsonl_export(source, sys.stdout.buffer, frames_only=frames_only)
 
 
 def _private_stdout(output: Path | None) -> None:
@@ -371,6 +356,7 @@ def _html(
     help="Also redact these classes: files, text, paths or all (comma-separated).",
 )
 @_redact_rules_option
+@_frames_only_option
 @handle_errors
 def share(
     db: Path | None,
@@ -379,9 +365,12 @@ def share(
     fmt: str,
     redact: tuple[str, ...],
     rules_file: Path | None,
+    frames_only: bool,
 ) -> None:
     """Write a capture (default: the latest) with its secrets redacted, to attach to a bug
-    report; what was redacted, by rule and count, goes to stderr.
+    report; what was redacted, by rule and count, goes to stderr. The agent's stderr and
+    the capture events go with it (redacted the same way): the cause of a failure is often
+    only there.
 
     \b
     Example:
@@ -392,4 +381,4 @@ def share(
     classes = _classes(("secrets", *redact)) or []
     redactor = _redactor(classes, rules_file)
     assert redactor is not None
-    write_export(db, capture, fmt, None, output, redactor)
+    write_export(db, capture, fmt, None, output, redactor, frames_only=frames_only)

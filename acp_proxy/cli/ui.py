@@ -10,6 +10,7 @@ import click
 
 from acp_proxy.cli.common import (
     CONTEXT,
+    Progress,
     db_option,
     db_path,
     dump_json,
@@ -94,16 +95,17 @@ def ui(db: Path | None, listen: str, token: str | None, open_browser: bool, no_i
 def search(db: Path | None, query: str, capture: str | None, limit: int, as_json: bool) -> None:
     """Full-text search over the frames of every capture, newest first.
 
-    Every word must be in the frame; words written together (session/prompt) or in
-    quotes are a phrase; word* is a prefix. Frames recorded since the last search are
-    indexed first.
+    Searches frames, the agent's stderr and the capture events (where the cause of a
+    failure usually is). Every word must be there; words written together (session/prompt)
+    or in quotes are a phrase; word* is a prefix. What was recorded since the last search
+    is indexed first.
 
     \b
     Example:
         acp-proxy search 'permission denied'
         acp-proxy search 'tool_call' --capture 3 --json | jq '.[].seq'
     """
-    from acp_proxy.store.search import catch_up, pending
+    from acp_proxy.store.index import catch_up, pending
     from acp_proxy.store.search import search as run_search
 
     if limit < 1:
@@ -113,10 +115,9 @@ def search(db: Path | None, query: str, capture: str | None, limit: int, as_json
         todo = pending(store.conn)
     except sqlite3.OperationalError:
         todo = 0
-    if todo > 20000:
-        echo(f"acp-proxy: indexing {todo} frames for search…", err=True)
     try:
-        catch_up(store.conn)
+        with Progress("indexing for search", todo) as progress:
+            catch_up(store.conn, progress=lambda done: progress.advance(done - progress.done))
     except sqlite3.OperationalError as e:
         echo(f"acp-proxy: warning: search index not brought up to date: {e}", err=True)
     cid = store.capture(capture)["id"] if capture else None
@@ -125,9 +126,14 @@ def search(db: Path | None, query: str, capture: str | None, limit: int, as_json
         dump_json([h.as_json() for h in hits])
         return
     for h in hits:
-        where = f"capture {h.capture_id} #{h.seq}"
-        arrow = "→" if h.direction == "c2a" else "←"
-        label = h.method or h.kind
-        echo(f"{where:<18} {arrow} {label:<28} …{h.before}[{h.match}]{h.after}…")
+        if h.source == "frame":
+            where = f"capture {h.capture_id} #{h.seq}"
+            label = f"{'→' if h.direction == 'c2a' else '←'} {h.method or h.kind}"
+        else:
+            where = f"capture {h.capture_id} {h.t_ns / 1e6:.1f}ms"
+            label = f"· {'stderr' if h.source == 'stderr' else 'event ' + h.kind}"
+        echo(f"{where:<22} {label:<30} …{h.before}[{h.match}]{h.after}…")
     if not hits:
-        echo(f"no frame matches {query!r}", err=True)
+        echo(f"nothing matches {query!r} (frames, the agent's stderr, events)", err=True)
+    elif hits.next is not None:
+        echo(f"(more than {len(hits)}: --limit N shows more)", err=True)

@@ -34,6 +34,7 @@ from acp_proxy.text.safe import json_visible_bytes
 __all__ = [
     "ExportLine",
     "capture_object",
+    "event_object",
     "frame_object",
     "read_jsonl",
     "read_lines",
@@ -105,6 +106,11 @@ def stderr_object(t_ns: int, data: bytes) -> dict[str, Any]:
     return {"t_ns": t_ns, **_data(data)}
 
 
+def event_object(ev: dict[str, Any]) -> dict[str, Any]:
+    """A capture event as an export line holds it (``detail`` as stored: JSON text)."""
+    return {"t_ns": ev["t_ns"], "kind": ev["kind"], "detail": ev["detail"]}
+
+
 def _data(data: bytes) -> dict[str, Any]:
     try:
         return {"text": data.decode("utf-8")}
@@ -112,9 +118,9 @@ def _data(data: bytes) -> dict[str, Any]:
         return {"base64": base64.b64encode(data).decode("ascii")}
 
 
-def write_export(source: Source, out: IO[bytes]) -> int:
-    """A whole capture as a ``jsonl`` export: metadata, frames, stderr, events. Returns the
-    number of frames written."""
+def write_export(source: Source, out: IO[bytes], *, frames_only: bool = False) -> int:
+    """A whole capture as a ``jsonl`` export: metadata, frames, stderr, events (not with
+    ``frames_only``). Returns the number of frames written."""
 
     def line(obj: dict[str, Any]) -> None:
         out.write(json_visible_bytes(orjson.dumps(obj, default=str)) + b"\n")
@@ -122,10 +128,12 @@ def write_export(source: Source, out: IO[bytes]) -> int:
     c = source.capture
     line(capture_object(c))
     n = write_jsonl(source.frames(), c["uid"], out)
+    if frames_only:
+        return n
     for t_ns, data in source.stderr():
         line({"record": "stderr", **stderr_object(t_ns, data)})
     for ev in source.events():
-        line({"record": "event", "t_ns": ev["t_ns"], "kind": ev["kind"], "detail": ev["detail"]})
+        line({"record": "event", **event_object(ev)})
     return n
 
 

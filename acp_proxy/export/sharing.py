@@ -1,4 +1,4 @@
-"""Redaction applied to what an export writes: stored frames, capture metadata.
+"""Redaction applied to what an export writes: stored frames, capture metadata, stderr, events.
 
 What belongs here: the glue between :mod:`acp_proxy.export.redact` (which decides and
 replaces) and the export formats (which take :class:`~acp_proxy.store.reader.StoredFrame`
@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
+
+import orjson
 
 from acp_proxy.export.redact import Redactor
 from acp_proxy.store.reader import StoredFrame
 
-__all__ = ["Shared", "redact_capture", "redact_stored", "summary_lines"]
+__all__ = ["Shared", "redact_capture", "redact_log", "redact_stored", "summary_lines"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -67,9 +69,61 @@ def redact_capture(redactor: Redactor, capture: dict[str, Any]) -> dict[str, Any
     return out
 
 
-def summary_lines(redactor: Redactor, changed: int, total: int) -> list[str]:
-    """What was redacted, by rule and count, for stderr."""
+def redact_log(
+    redactor: Redactor, stderr: Iterable[tuple[int, bytes]], events: Iterable[dict[str, Any]]
+) -> tuple[list[tuple[int, bytes]], list[dict[str, Any]], int]:
+    """The agent's stderr and the capture's events as they go out, with the same
+    placeholders as the frames (the cause of a failure stays in a bug report, its secrets
+    do not); and how many of them changed. Bytes that are not UTF-8 are kept as they were
+    around what is replaced."""
+    changed = 0
+    out_err: list[tuple[int, bytes]] = []
+    for t_ns, data in stderr:
+        text = data.decode("utf-8", "surrogateescape")
+        done = redactor.text(text)
+        changed += done != text
+        out_err.append((t_ns, done.encode("utf-8", "surrogateescape")))
+    out_ev: list[dict[str, Any]] = []
+    for ev in events:
+        detail = ev.get("detail")
+        if isinstance(detail, str) and detail:
+            new = _redact_detail(redactor, detail)
+            if new != detail:
+                changed += 1
+                ev = {**ev, "detail": new}
+        out_ev.append(ev)
+    return out_err, out_ev, changed
+
+
+def _redact_detail(redactor: Redactor, detail: str) -> str:
+    """An event's JSON detail with each string value redacted (the text as it was when
+    nothing in it is secret)."""
+    try:
+        value = orjson.loads(detail)
+    except orjson.JSONDecodeError:
+        return redactor.text(detail)
+    redacted = _strings(redactor, value)
+    return detail if redacted == value else orjson.dumps(redacted).decode()
+
+
+def _strings(redactor: Redactor, value: Any) -> Any:
+    if isinstance(value, str):
+        return redactor.text(value)
+    if isinstance(value, dict):
+        return {k: _strings(redactor, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_strings(redactor, v) for v in value]
+    return value
+
+
+def summary_lines(
+    redactor: Redactor, changed: int, total: int, log: tuple[int, int] | None = None
+) -> list[str]:
+    """What was redacted, by rule and count, for stderr (``log``: changed and total of the
+    agent's stderr writes and events)."""
     lines = [f"redacted {changed} of {total} frame(s)"]
+    if log is not None:
+        lines[0] += f", {log[0]} of {log[1]} stderr write(s) and event(s)"
     for rule, count in sorted(redactor.counts.items(), key=lambda kv: (-kv[1], kv[0])):
         distinct = redactor.distinct.get(rule, 0)
         lines.append(f"  {rule}: {count} replacement(s), {distinct} distinct value(s)")

@@ -226,3 +226,14 @@ CREATE VIEW frames AS
 SELECT capture_id, seq, direction, t_ns / 1e6 AS t_ms, kind, method, msg_id, session_id,
        update_kind, anomalies, CAST(raw AS TEXT) AS text
 FROM messages;
+
+-- migration: 6
+-- Full-text search over the agent's stderr and the capture events too: where the cause of a
+-- failure usually is (docs/ui.md). notes_fts is contentless like frames_fts, keyed by
+-- 2 * stderr.id for stderr and 2 * events.id + 1 for events; search_index says how far each
+-- source was indexed.
+CREATE VIRTUAL TABLE notes_fts USING fts5(
+    text, content = '', tokenize = 'unicode61 remove_diacritics 2'
+);
+INSERT INTO search_index VALUES ('stderr', 0);
+INSERT INTO search_index VALUES ('events', 0);

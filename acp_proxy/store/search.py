@@ -1,74 +1,24 @@
-"""Full-text search over the frames of every capture.
+"""Full-text search over every capture: its frames, the agent's stderr and the events.
 
-What belongs here: what text of a frame is indexed (:func:`index_text`), bringing the index
-up to date (:func:`catch_up`), and answering a query (:func:`search`). The index is the
-contentless FTS5 table ``frames_fts`` of migration 4, keyed by ``messages.id``; the text
-itself stays in ``messages.raw``. The recorder never touches it: the readers that search
-(``acp-proxy search``, ``acp-proxy ui``) index what was recorded since the last time, in
-short write transactions, so the recorder's insert path costs what it cost before
-(``docs/ui.md`` has the measurements).
+What belongs here: reading a query (:func:`fts_query`: words, phrases, prefixes, nothing of
+FTS5's own syntax), answering it from the two indexes :mod:`acp_proxy.store.index` keeps —
+frames, and stderr with events — merged newest first and paged with a :class:`Cursor`, and
+the piece of each hit's text around its match (:func:`snippet`, a phrase matched whole).
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from acp_proxy.errors import UsageError
+from acp_proxy.store.index import event_text, index_text, stderr_text
 
-__all__ = [
-    "Hit",
-    "catch_up",
-    "fts_query",
-    "index_text",
-    "indexed_upto",
-    "pending",
-    "search",
-    "snippet",
-    "terms",
-]
+__all__ = ["Cursor", "Hit", "Results", "fts_query", "search", "snippet", "terms"]
 
-_PARSED_MAX = 4 << 20
-"""Frames larger than this are indexed as text, not walked as JSON."""
-_TEXT_MAX = 1 << 20
-"""At most this many characters of a frame are indexed."""
-_BATCH_BYTES = 8 << 20
-"""A batch stops growing at this many bytes of frames."""
 _WORD = re.compile(r"\w+")
-
-
-def _walk(v: Any, out: list[str]) -> None:
-    if isinstance(v, str):
-        out.append(v)
-    elif isinstance(v, dict):
-        for k, x in v.items():
-            out.append(str(k))
-            _walk(x, out)
-    elif isinstance(v, list):
-        for x in v:
-            _walk(x, out)
-    elif v is not None and not isinstance(v, bool):
-        out.append(str(v))
-
-
-def index_text(raw: bytes) -> str:
-    """The words of a frame: for JSON, its keys and values (so a ``\\n`` escape does not glue
-    two words together); else the bytes as text. Invalid UTF-8 becomes U+FFFD."""
-    if len(raw) <= _PARSED_MAX:
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
-        else:
-            out: list[str] = []
-            _walk(value, out)
-            return "\n".join(out)[:_TEXT_MAX]
-    return raw[: _TEXT_MAX * 4].decode("utf-8", errors="replace")[:_TEXT_MAX]
 
 
 def terms(query: str) -> list[str]:
@@ -96,84 +46,18 @@ def fts_query(query: str) -> str:
     return " ".join(parts)
 
 
-def indexed_upto(conn: sqlite3.Connection) -> int:
-    """The last ``messages.id`` in the index (0 for none, -1 without the index table)."""
-    try:
-        row = conn.execute("SELECT upto FROM search_index WHERE name = 'frames'").fetchone()
-    except sqlite3.OperationalError:
-        return -1
-    return int(row[0]) if row else 0
-
-
-def pending(conn: sqlite3.Connection) -> int:
-    """How many frames are recorded but not yet indexed."""
-    upto = indexed_upto(conn)
-    row = conn.execute("SELECT COUNT(*) FROM messages WHERE id > ?", [max(upto, 0)]).fetchone()
-    return int(row[0])
-
-
-def catch_up(
-    conn: sqlite3.Connection,
-    *,
-    batch: int = 500,
-    limit: int | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> int:
-    """Index the frames recorded since the last call; returns how many were indexed.
-
-    ``conn`` must be writable. Each batch is read and turned into text first, then written
-    in one short ``BEGIN IMMEDIATE`` transaction that checks nobody else indexed the same
-    frames meanwhile (several readers may catch up at once). ``limit`` bounds the frames
-    indexed by this call.
-    """
-    done = 0
-    while limit is None or done < limit:
-        upto = indexed_upto(conn)
-        if upto < 0:
-            return done
-        n = batch if limit is None else min(batch, limit - done)
-        entries: list[tuple[int, str]] = []
-        size = 0
-        cur = conn.execute(
-            "SELECT id, CASE WHEN size > ?1 THEN substr(raw, 1, ?1) ELSE raw END "
-            "FROM messages WHERE id > ?2 ORDER BY id LIMIT ?3",
-            [_TEXT_MAX * 4, upto, n],
-        )
-        for rowid, raw in cur:
-            entries.append((rowid, index_text(bytes(raw))))
-            size += len(raw)
-            if size >= _BATCH_BYTES:
-                break
-        cur.close()
-        if not entries:
-            return done
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if indexed_upto(conn) != upto:  # another reader indexed these meanwhile
-                conn.execute("ROLLBACK")
-                continue
-            conn.executemany("INSERT INTO frames_fts (rowid, text) VALUES (?, ?)", entries)
-            conn.execute("UPDATE search_index SET upto = ? WHERE name = 'frames'", [entries[-1][0]])
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        done += len(entries)
-        if progress is not None:
-            progress(done)
-    return done
-
-
 @dataclass(frozen=True, slots=True)
 class Hit:
-    """A frame the query matched, with the piece of its text around the first match."""
+    """Something the query matched — a frame, a write of the agent's stderr or a capture
+    event — with the piece of its text around the match."""
 
-    rowid: int
+    source: str  # "frame", "stderr" or "event"
+    rowid: int  # its row in messages, stderr or events
     capture_id: int
-    seq: int
-    direction: str
+    seq: int | None  # frames only
+    direction: str | None  # frames only
     t_ns: int
-    kind: str
+    kind: str  # a frame's kind, "stderr", or the event's kind
     method: str | None
     before: str
     match: str
@@ -181,6 +65,7 @@ class Hit:
 
     def as_json(self) -> dict[str, Any]:
         return {
+            "source": self.source,
             "capture": self.capture_id,
             "seq": self.seq,
             "direction": self.direction,
@@ -194,14 +79,19 @@ class Hit:
         }
 
 
-def snippet(text: str, words: list[str], width: int = 60) -> tuple[str, str, str]:
-    """``text`` around the first of ``words`` found in it (case-insensitively): what comes
-    before, the match, what comes after, each on one line."""
+def snippet(text: str, query: str, width: int = 60) -> tuple[str, str, str]:
+    """``text`` around the first match of ``query`` (case-insensitively): what comes before,
+    the match, what comes after, each on one line. A phrase (``authentication required``,
+    ``session/prompt``) matches as a whole — its words with anything but words between them
+    — before any single word of it does."""
     best: re.Match[str] | None = None
-    for w in words:
-        m = re.search(re.escape(w), text, flags=re.IGNORECASE)
-        if m is not None and (best is None or m.start() < best.start()):
-            best = m
+    for pattern in _patterns(query):
+        for m in pattern.finditer(text):
+            if best is None or m.start() < best.start():
+                best = m
+            break
+        if best is not None:
+            break
     if best is None:
         return "", "", _flat(text[: width * 2])
     before = text[max(0, best.start() - width) : best.start()]
@@ -209,8 +99,53 @@ def snippet(text: str, words: list[str], width: int = 60) -> tuple[str, str, str
     return _flat(before), _flat(best.group(0)), _flat(after)
 
 
+def _patterns(query: str) -> list[re.Pattern[str]]:
+    """What to look for in a hit's text, best first: each phrase of the query whole, then
+    each word."""
+    phrases = []
+    for chunk in re.findall(r'"[^"]*"?|[^\s"]+', query):
+        words = terms(chunk)
+        if len(words) > 1:
+            phrases.append(r"\W+".join(re.escape(w) for w in words))
+    whole = terms(query)
+    if len(whole) > 1:
+        phrases.insert(0, r"\W+".join(re.escape(w) for w in whole))
+    singles = [re.escape(w) for w in whole]
+    return [re.compile(p, re.IGNORECASE) for p in dict.fromkeys([*phrases, *singles])]
+
+
 def _flat(s: str) -> str:
     return re.sub(r"\s+", " ", s)
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """Where the next page of a search starts: below these rowids of each index."""
+
+    frames: int | None = None
+    notes: int | None = None
+
+    def token(self) -> str:
+        frames = "" if self.frames is None else str(self.frames)
+        notes = "" if self.notes is None else str(self.notes)
+        return f"{frames}.{notes}"
+
+    @classmethod
+    def parse(cls, token: str | None) -> Cursor:
+        """A cursor from :meth:`token` (a bare number is a frame rowid, as before)."""
+        if not token:
+            return cls()
+        frames, _, notes = token.partition(".")
+        try:
+            return cls(int(frames) if frames else None, int(notes) if notes else None)
+        except ValueError as e:
+            raise UsageError(f"not a search position: {token!r}") from e
+
+
+class Results(list[Hit]):
+    """A page of hits; :attr:`next` is where the next page starts (None: there is none)."""
+
+    next: Cursor | None = None
 
 
 def search(
@@ -219,32 +154,116 @@ def search(
     *,
     capture_id: int | None = None,
     limit: int = 50,
-    before_rowid: int | None = None,
-) -> list[Hit]:
-    """The frames that match ``query``, newest first (``before_rowid`` pages on)."""
+    after: Cursor | None = None,
+) -> Results:
+    """What matches ``query`` — frames, stderr and events — newest first (a capture's
+    newest first, then the older captures), at most ``limit``, with where the next page
+    starts."""
     match = fts_query(query)
-    words = terms(query)
-    sql = (
-        "SELECT m.id, m.capture_id, m.seq, m.direction, m.t_ns, m.kind, m.method, m.raw "
-        "FROM frames_fts f JOIN messages m ON m.id = f.rowid WHERE frames_fts MATCH ?"
-    )
-    args: list[Any] = [match]
-    if before_rowid is not None:
-        sql += " AND f.rowid < ?"
-        args.append(before_rowid)
-    if capture_id is not None:
-        sql += " AND m.capture_id = ?"
-        args.append(capture_id)
-    sql += " ORDER BY f.rowid DESC LIMIT ?"
-    args.append(int(limit))
+    at = after or Cursor()
     try:
-        rows = conn.execute(sql, args).fetchall()
+        # one more than a page from each: whether there is a next page
+        frames = _frames(conn, match, capture_id, limit + 1, at.frames)
+        try:
+            notes = _notes(conn, match, capture_id, limit + 1, at.notes)
+        except sqlite3.OperationalError as e:
+            if "no such table" not in str(e):
+                raise
+            notes = []  # a database not yet migrated to 6: frames only, until it is
     except sqlite3.OperationalError as e:
         if "no such table" in str(e):
             raise UsageError("this database has no search index yet (open it writable once)") from e
         raise UsageError(f"cannot search for {query!r}: {e}") from e
-    hits = []
-    for rowid, cid, seq, direction, t_ns, kind, method, raw in rows:
-        before, found, after = snippet(index_text(bytes(raw)), words)
-        hits.append(Hit(rowid, cid, seq, direction, t_ns, kind, method, before, found, after))
+    hits = Results(_hit(conn, row, query) for row in _merge(frames, notes, limit))
+    if len(frames) + len(notes) > len(hits):
+        last_frame = min((h.rowid for h in hits if h.source == "frame"), default=at.frames)
+        last_note = min((_fts_rowid(h) for h in hits if h.source != "frame"), default=at.notes)
+        hits.next = Cursor(last_frame, last_note)
     return hits
+
+
+_Row = tuple[str, int, int, int]  # source, capture id, t_ns, rowid
+
+
+def _frames(
+    conn: sqlite3.Connection, match: str, cid: int | None, limit: int, below: int | None
+) -> list[_Row]:
+    sql = (
+        "SELECT m.capture_id, m.t_ns, m.id FROM frames_fts f JOIN messages m ON m.id = f.rowid "
+        "WHERE frames_fts MATCH ?"
+    )
+    args: list[Any] = [match]
+    if below is not None:
+        sql += " AND f.rowid < ?"
+        args.append(below)
+    if cid is not None:
+        sql += " AND m.capture_id = ?"
+        args.append(cid)
+    sql += " ORDER BY f.rowid DESC LIMIT ?"
+    args.append(int(limit))
+    return [("frame", c, t, i) for c, t, i in conn.execute(sql, args)]
+
+
+def _notes(
+    conn: sqlite3.Connection, match: str, cid: int | None, limit: int, below: int | None
+) -> list[_Row]:
+    sql = (
+        "SELECT f.rowid, COALESCE(s.capture_id, e.capture_id), COALESCE(s.t_ns, e.t_ns) "
+        "FROM notes_fts f "
+        "LEFT JOIN stderr s ON f.rowid % 2 = 0 AND s.id = f.rowid / 2 "
+        "LEFT JOIN events e ON f.rowid % 2 = 1 AND e.id = f.rowid / 2 "
+        "WHERE notes_fts MATCH ?"
+    )
+    args: list[Any] = [match]
+    if below is not None:
+        sql += " AND f.rowid < ?"
+        args.append(below)
+    if cid is not None:
+        sql += " AND COALESCE(s.capture_id, e.capture_id) = ?"
+        args.append(cid)
+    sql += " ORDER BY f.rowid DESC LIMIT ?"
+    args.append(int(limit))
+    return [
+        ("stderr" if r % 2 == 0 else "event", c, t, r)
+        for r, c, t in conn.execute(sql, args)
+        if c is not None
+    ]
+
+
+def _merge(a: list[_Row], b: list[_Row], limit: int) -> list[_Row]:
+    """Up to ``limit`` rows of both lists, newest first, each list taken in its own order
+    (so what a page takes of each index is a run from its top, and the cursor exact)."""
+    out: list[_Row] = []
+    i = j = 0
+    while len(out) < limit and (i < len(a) or j < len(b)):
+        if j >= len(b) or (i < len(a) and (a[i][1], a[i][2]) >= (b[j][1], b[j][2])):
+            out.append(a[i])
+            i += 1
+        else:
+            out.append(b[j])
+            j += 1
+    return out
+
+
+def _fts_rowid(h: Hit) -> int:
+    return 2 * h.rowid + (1 if h.source == "event" else 0)
+
+
+def _hit(conn: sqlite3.Connection, row: _Row, query: str) -> Hit:
+    source, cid, t_ns, rowid = row
+    if source == "frame":
+        seq, direction, kind, method, raw = conn.execute(
+            "SELECT seq, direction, kind, method, raw FROM messages WHERE id = ?", [rowid]
+        ).fetchone()
+        before, found, after = snippet(index_text(bytes(raw)), query)
+        return Hit("frame", rowid, cid, seq, direction, t_ns, kind, method, before, found, after)
+    if source == "stderr":
+        (data,) = conn.execute("SELECT data FROM stderr WHERE id = ?", [rowid // 2]).fetchone()
+        before, found, after = snippet(stderr_text(bytes(data)), query)
+        return Hit("stderr", rowid // 2, cid, None, None, t_ns, "stderr", None, before, found,
+                   after)  # fmt: skip
+    kind, detail = conn.execute(
+        "SELECT kind, detail FROM events WHERE id = ?", [rowid // 2]
+    ).fetchone()
+    before, found, after = snippet(event_text(str(kind), detail), query)
+    return Hit("event", rowid // 2, cid, None, None, t_ns, str(kind), None, before, found, after)

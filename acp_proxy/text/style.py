@@ -7,6 +7,9 @@ its style. The sequences come from the fixed table :data:`STYLES`, so whatever a
 holds can only ever be shown, never written to the terminal as a control: a part whose text
 came from a peer is coloured as a whole, by us.
 
+A peer's own SGR colours (an agent's coloured stderr) are parts whose style is
+``sgr:PARAMS``, parameters :mod:`acp_proxy.sgr` made from a parsed, whitelisted look.
+
 Terminal screens keep their colours: :func:`screen_line` re-emits SGR from the attributes of
 an emulated screen's cells (names and ``rrggbb`` values checked here), never the bytes the
 peer sent.
@@ -78,9 +81,21 @@ def paint(line: Styled | str, colour: bool) -> str:
     out = []
     for text, style in line.parts:
         shown = visible(text)
-        code = STYLES.get(style) if (colour and style) else None
+        code = _code(style) if (colour and style) else None
         out.append(f"\x1b[{code}m{shown}\x1b[0m" if code and shown else shown)
     return "".join(out)
+
+
+_PARAMS = re.compile(r"[0-9;]{1,64}")
+
+
+def _code(style: str) -> str | None:
+    """The SGR parameters of a style: one of ours, or ``sgr:PARAMS`` — a peer's look as
+    :mod:`acp_proxy.sgr` re-made it (digits and ``;`` only, checked again here)."""
+    if style.startswith("sgr:"):
+        params = style[4:]
+        return params if _PARAMS.fullmatch(params) else None
+    return STYLES.get(style)
 
 
 # pyte's colour names (SGR 30-37 / 90-97), and 24-bit values it stores as rrggbb

@@ -14,15 +14,20 @@ from datetime import datetime
 from fnmatch import fnmatchcase
 from typing import Any
 
+import orjson
+
+from acp_proxy import sgr
+from acp_proxy.events import describe, is_bad
 from acp_proxy.protocol.jsonrpc import decode
 from acp_proxy.store.reader import StoredFrame
 from acp_proxy.text.style import Styled, plain
-from acp_proxy.text.summary import short, summary
+from acp_proxy.text.summary import summary
 
 __all__ = [
     "KIND_WIDTH",
     "FrameFilter",
     "Grep",
+    "event_detail",
     "event_line",
     "event_parts",
     "frame_line",
@@ -93,18 +98,24 @@ def _when(t_ns: int, started_at: str | None) -> str:
 
 
 def event_parts(ev: dict[str, Any], width: int = 5, started_at: str | None = None) -> Styled:
-    """A lifecycle or connection event, in the timeline between frames."""
-    detail = short(ev.get("detail") or "", 90)
-    style = "error" if ev["kind"] in _BAD_EVENTS else "event"
+    """A lifecycle or connection event, in the timeline between frames: its readable line
+    (:func:`acp_proxy.events.describe`)."""
+    kind = str(ev.get("kind") or "event")
+    style = "error" if is_bad(kind) else "event"
     head = f"{_when(ev['t_ns'], started_at)}{' ' * (width + 3)}· "
-    if not detail:
-        return Styled.of(head, (ev["kind"], style))
-    return Styled.of(head, (f"{ev['kind']:<{KIND_WIDTH}}", style), f" {detail}")
+    line = describe(kind, event_detail(ev))
+    return Styled.of(head, (f"{kind:<{KIND_WIDTH}}", style), " ", (line, style))
 
 
-_BAD_EVENTS = frozenset(
-    {"refused", "upstream_refused", "upstream_failed", "spawn_failed", "handshake_failed", "gap"}
-)
+def event_detail(ev: dict[str, Any]) -> dict[str, Any]:
+    """An event's ``detail`` as a mapping, whether stored as JSON text or already parsed."""
+    d = ev.get("detail")
+    if isinstance(d, str | bytes):
+        try:
+            d = orjson.loads(d)
+        except orjson.JSONDecodeError:
+            return {}
+    return d if isinstance(d, dict) else {}
 
 
 def event_line(ev: dict[str, Any], width: int = 5, started_at: str | None = None) -> str:
@@ -121,7 +132,7 @@ def stderr_parts(
         lines.pop()
     head = f"{_when(t_ns, started_at)}{' ' * (width + 3)}· "
     return [
-        Styled.of(head, (f"{'stderr':<{KIND_WIDTH}}", "stderr"), " ", (line, "stderr"))
+        Styled.of(head, (f"{'stderr':<{KIND_WIDTH}}", "stderr"), " ", *sgr.parts(line, "stderr"))
         for line in lines
     ]
 

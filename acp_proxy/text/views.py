@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from acp_proxy import sgr
 from acp_proxy.reconstruct import Reconstruction
 from acp_proxy.reconstruct.terminals import Attrs
 from acp_proxy.reconstruct.views import permission_json, turn_json
@@ -21,6 +22,7 @@ from acp_proxy.text.style import Painted, Styled, screen_line, sgr_of
 
 __all__ = [
     "diffs_lines",
+    "error_text",
     "files_lines",
     "permissions_lines",
     "sessions_lines",
@@ -185,7 +187,7 @@ def turns_lines(
         if t["stopReason"]:
             end = t["stopReason"]
         elif t["error"]:
-            end, style = "error", "error"
+            end, style = f"error {error_text(t['error'])}", "error"
         elif cut_short is not None:
             end, style = f"cut short: {cut_short} before answering", "error"
         else:
@@ -216,9 +218,28 @@ def turns_lines(
             if line.strip()
         ]
         for line in said[-_STDERR_SHOWN:]:
-            yield Styled.of("    stderr  ", (line, "stderr"))
+            yield Styled.of("    stderr  ", *sgr.parts(line, "stderr"))
         if len(said) > _STDERR_SHOWN:
             yield f"    stderr  ({len(said) - _STDERR_SHOWN} earlier lines: acp-proxy show)"
+
+
+def error_text(error: Any, width: int = 160) -> str:
+    """A JSON-RPC error as a person reads it: code, message, and what ``data`` says (an
+    agent's ``Internal error`` usually explains itself only there)."""
+    if not isinstance(error, dict):
+        return _short(error, width)
+    code, message, data = error.get("code"), error.get("message"), error.get("data")
+    text = " ".join(str(x) for x in (code, message) if x is not None)
+    detail = None
+    if isinstance(data, dict):
+        detail = next((data[k] for k in ("message", "details", "error", "reason")
+                       if isinstance(data.get(k), str) and data[k]), None)  # fmt: skip
+        detail = detail if detail is not None else (_short(data, width) if data else None)
+    elif data is not None:
+        detail = data if isinstance(data, str) else _short(data, width)
+    if detail and detail != message:
+        text += f": {detail}"
+    return _short(text, width) if len(text) > width else text
 
 
 def permissions_lines(r: Reconstruction) -> Iterator[str]:

@@ -3,7 +3,8 @@
 What belongs here: turning a read-only :class:`~acp_proxy.store.reader.Store` into the
 values the page shows — the capture list, a page of a capture's timeline, one frame in
 detail, the reconstruction views (at the end or at a frame: ``--at``), search hits and the
-exports. The rules are the other packages': summaries and filters from
+exports, and a capture's log (the agent's stderr and the events). The rules are the other
+packages': summaries and filters from
 :mod:`acp_proxy.text`, the fold and its views from :mod:`acp_proxy.reconstruct`,
 the exports from :mod:`acp_proxy.export`, search from :mod:`acp_proxy.store.search`.
 Nothing here writes HTML: the page renders these values as text.
@@ -24,8 +25,9 @@ from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct import views as rviews
 from acp_proxy.store.liveness import capture_state
 from acp_proxy.store.reader import Store, StoredFrame
-from acp_proxy.store.search import search, terms
+from acp_proxy.store.search import Cursor, search, terms
 from acp_proxy.text.captures import capture_row
+from acp_proxy.text.log import log_entries
 from acp_proxy.text.summary import summary
 from acp_proxy.text.timeline import FrameFilter
 
@@ -40,6 +42,7 @@ __all__ = [
     "frame_detail",
     "frame_row",
     "frames_page",
+    "log_json",
     "search_json",
     "state_json",
 ]
@@ -102,7 +105,27 @@ def capture_json(store: Store, ref: str) -> dict[str, Any]:
         "SELECT MAX(seq) FROM messages WHERE capture_id = ?", [c["id"]]
     ).fetchone()[0]
     row["last_seq"] = -1 if last is None else last
+    tail = store.conn.execute(
+        "SELECT t_ns, data FROM stderr WHERE capture_id = ? ORDER BY id DESC LIMIT 5", [c["id"]]
+    ).fetchall()
+    said = log_entries([(t, bytes(d)) for t, d in reversed(tail)], [])
+    row["last_stderr"] = said[-_LAST_WORDS:]  # where the cause of a failure usually is
     return row
+
+
+_LAST_WORDS = 5
+LOG_PAGE = 500
+"""Entries in one page of a capture's log."""
+
+
+def log_json(
+    store: Store, capture_id: int, offset: int = 0, limit: int = LOG_PAGE
+) -> dict[str, Any]:
+    """The capture's stderr lines and events in time order, a page at ``offset``."""
+    entries = log_entries(store.stderr(capture_id), store.events(capture_id))
+    page = entries[offset : offset + max(1, min(limit, 5000))]
+    end = offset + len(page)
+    return {"entries": page, "total": len(entries), "next": end if end < len(entries) else None}
 
 
 def frame_row(f: StoredFrame) -> dict[str, Any]:
@@ -315,9 +338,20 @@ def search_json(
     *,
     capture_id: int | None = None,
     limit: int = 50,
-    before: int | None = None,
+    before: str | None = None,
 ) -> dict[str, Any]:
+    """Hits in frames, stderr and events; ``next`` is the position of the next page (None:
+    these are all)."""
     hits = search(
-        store.conn, query, capture_id=capture_id, limit=max(1, min(limit, 500)), before_rowid=before
+        store.conn,
+        query,
+        capture_id=capture_id,
+        limit=max(1, min(limit, 500)),
+        after=Cursor.parse(before),
     )
-    return {"query": query, "terms": terms(query), "hits": [h.as_json() for h in hits]}
+    return {
+        "query": query,
+        "terms": terms(query),
+        "hits": [h.as_json() for h in hits],
+        "next": hits.next.token() if hits.next is not None else None,
+    }

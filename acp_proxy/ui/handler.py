@@ -23,8 +23,8 @@ import orjson
 
 from acp_proxy.errors import StoreError, UsageError
 from acp_proxy.export.html import CSP as EXPORT_CSP
+from acp_proxy.store.index import indexed_upto, pending
 from acp_proxy.store.reader import Store
-from acp_proxy.store.search import indexed_upto, pending
 from acp_proxy.text.timeline import FrameFilter
 from acp_proxy.ui import api
 from acp_proxy.ui.admission import Refused, admit
@@ -185,7 +185,7 @@ class Handler(BaseHTTPRequestHandler):
         capture = q.get("capture")
         cid = store.capture(capture)["id"] if capture else None
         out = api.search_json(
-            store, text, capture_id=cid, limit=_int(q, "limit") or 50, before=_int(q, "before")
+            store, text, capture_id=cid, limit=_int(q, "limit") or 50, before=q.get("before")
         )
         indexer = self.server.state.indexer
         upto = indexed_upto(store.conn)
@@ -226,6 +226,11 @@ class Handler(BaseHTTPRequestHandler):
             except ValueError:
                 raise UsageError("no such frame (a frame is a number)") from None
             self._json(api.frame_detail(store, cid, seq))
+        elif rest == ["log"]:
+            offset = _int(q, "offset")
+            if offset is not None and offset < 0:
+                raise UsageError("offset takes a number of zero or more")
+            self._json(api.log_json(store, cid, offset or 0, _int(q, "limit") or api.LOG_PAGE))
         elif rest == ["state"]:
             at = _int(q, "at")
             if at is None or at < 0:

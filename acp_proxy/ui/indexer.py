@@ -13,14 +13,14 @@ from pathlib import Path
 
 from acp_proxy.errors import ProxyError
 from acp_proxy.store.db import connect, migrate
-from acp_proxy.store.search import catch_up, pending
+from acp_proxy.store.index import catch_up, pending
 
 __all__ = ["Indexer"]
 
 
 class Indexer(threading.Thread):
-    """Keeps the search index current: every half second, the frames recorded since, in
-    write transactions of at most 500 frames (tens of milliseconds)."""
+    """Keeps the search index current: every half second, the frames, stderr and events
+    recorded since, in write transactions of at most 500 rows (tens of milliseconds)."""
 
     def __init__(self, db: Path, stop: threading.Event) -> None:
         super().__init__(name="acp-proxy-ui-indexer", daemon=True)

@@ -86,6 +86,7 @@ def test_timeline_columns_stay_aligned(last_seq: int) -> None:
     assert {
         line.index(k) for line, k in zip(others, ["exit", "client_eof", "stderr"], strict=True)
     } == {arrows.pop() + 2}
+    assert "agent exited ?" in others[0] and "client closed stdin" in others[1]
 
 
 def _interrupted(args: list[str], ready: object) -> subprocess.CompletedProcess[bytes]:

@@ -16,13 +16,8 @@ from support.proc import PROXY, db_rows, peer, run_proxy
 
 from acp_proxy.errors import UsageError
 from acp_proxy.store.db import connect, migrate, schema_migrations
-from acp_proxy.store.search import (
-    catch_up,
-    fts_query,
-    index_text,
-    indexed_upto,
-    search,
-)
+from acp_proxy.store.index import catch_up, index_text, indexed_upto
+from acp_proxy.store.search import fts_query, search
 
 
 def _record(db: Path, tmp_path: Path, lines: list[bytes]) -> None:
@@ -36,10 +31,20 @@ def _as_version_3(db: Path) -> None:
     """What a database written before migration 4 looks like."""
     conn = sqlite3.connect(db)
     conn.executescript(
-        "DROP TABLE frames_fts; DROP TABLE search_index; "
+        "DROP TABLE frames_fts; DROP TABLE notes_fts; DROP TABLE search_index; "
         "DELETE FROM schema_version WHERE version >= 4;"
     )
     conn.close()
+
+
+def _rows(db: Path) -> int:
+    """Everything the index covers: frames, stderr writes and events."""
+    ((n,),) = db_rows(
+        db,
+        "SELECT (SELECT COUNT(*) FROM messages) + (SELECT COUNT(*) FROM stderr) "
+        "+ (SELECT COUNT(*) FROM events)",
+    )
+    return int(n)  # type: ignore[call-overload]
 
 
 def test_migration_4_indexes_an_existing_database(db: Path, tmp_path: Path) -> None:
@@ -56,13 +61,13 @@ def test_migration_4_indexes_an_existing_database(db: Path, tmp_path: Path) -> N
     conn = connect(db, create=False)
     assert migrate(conn) == schema_migrations()[-1][0]
     assert indexed_upto(conn) == 0
-    assert catch_up(conn) == 2
+    assert catch_up(conn) == _rows(db)  # the two frames, and the capture's events
     assert catch_up(conn) == 0
     # a \n escape does not glue two words together; invalid UTF-8 does not stop the rest
     assert [h.seq for h in search(conn, "bravo")] == [0]
     assert [h.seq for h in search(conn, "delta")] == [1]
     assert [h.seq for h in search(conn, "session/update")] == [0]
-    assert search(conn, "echo") == []
+    assert search(conn, "echo") == [h for h in search(conn, "echo") if h.source == "event"]
     hit = search(conn, "charlie")[0]
     assert hit.match.lower() == "charlie" and hit.before.endswith("at all: ")
 
@@ -71,10 +76,11 @@ def test_new_frames_are_indexed_incrementally(db: Path, tmp_path: Path) -> None:
     _record(db, tmp_path, [b'{"jsonrpc":"2.0","method":"one/first"}'])
     conn = connect(db, create=False)
     migrate(conn)
-    assert catch_up(conn) == 1
+    first = _rows(db)
+    assert catch_up(conn) == first
     _record(db, tmp_path, [b'{"jsonrpc":"2.0","method":"two/second"}'])
     assert search(conn, "second") == []  # not indexed yet
-    assert catch_up(conn) == 1
+    assert catch_up(conn) == _rows(db) - first
     hits = search(conn, "second")
     assert [(h.capture_id, h.seq) for h in hits] == [(2, 0)]
     assert search(conn, "first", capture_id=2) == []
@@ -93,7 +99,7 @@ def test_readers_catching_up_at_once_index_each_frame_once(db: Path, tmp_path: P
         t.start()
     for t in threads:
         t.join()
-    assert sum(done) == 300
+    assert sum(done) == _rows(db)  # each frame, stderr write and event once
     hits = search(conns[0], "zulu", limit=1000)
     assert len(hits) == 300 and len({h.rowid for h in hits}) == 300
 
@@ -150,7 +156,7 @@ def test_search_command(db: Path, tmp_path: Path) -> None:
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.count(b"\n") == 1 and b"capture 1 #0" in r.stdout
-    assert b"[permission]" in r.stdout
+    assert b"[permission denied]" in r.stdout  # the phrase, whole
     r = subprocess.run([*PROXY, "search", "denied", "--db", str(db), "--json"], capture_output=True)
     hits = json.loads(r.stdout)
     assert [h["seq"] for h in hits] == [1, 0]
@@ -158,10 +164,50 @@ def test_search_command(db: Path, tmp_path: Path) -> None:
     r = subprocess.run([*PROXY, "search", "denied", "--db", str(db)], capture_output=True)
     assert b"\x1b" not in r.stdout and b"\\x1b" in r.stdout  # shown as an escape, not acted on
     r = subprocess.run([*PROXY, "search", "nowhere", "--db", str(db)], capture_output=True)
-    assert r.returncode == 0 and r.stdout == b"" and b"no frame matches" in r.stderr
+    assert r.returncode == 0 and r.stdout == b"" and b"nothing matches" in r.stderr
     r = subprocess.run([*PROXY, "search", "***", "--db", str(db)], capture_output=True)
     assert r.returncode == 2 and r.stderr.count(b"\n") == 1 and b"Traceback" not in r.stderr
     r = subprocess.run(
         [*PROXY, "search", "denied", "--db", str(db), "--capture", "9"], capture_output=True
     )
     assert r.returncode == 2 and b"no capture" in r.stderr
+
+
+def test_stderr_and_events_are_searched_beside_frames(db: Path, tmp_path: Path) -> None:
+    """The cause of a failure is often only on the agent's stderr or in an event."""
+    from support.hostile import record_script
+
+    steps = (
+        [
+            ("c2a", {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {}}),
+            ("stderr", "\x1b[2mT0\x1b[0m \x1b[31mERROR\x1b[0m cannot be used with root/sudo\n"),
+            ("a2c", {"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "Internal"}}),
+        ]
+        + [("stderr", f"zulu line {i}\n") for i in range(7)]
+        + [("a2c", {"jsonrpc": "2.0", "method": "_zulu", "params": {"n": i}}) for i in range(5)]
+    )
+    record_script(db, tmp_path, steps)
+    conn = connect(db, create=False)
+    migrate(conn)
+    catch_up(conn)
+    (hit,) = search(conn, "root/sudo")
+    assert (hit.source, hit.kind, hit.seq) == ("stderr", "stderr", None)
+    assert hit.match == "root/sudo" and "\x1b" not in hit.before + hit.after
+    (hit,) = search(conn, "error cannot")  # the colour between them is not a word
+    assert hit.source == "stderr"
+    (phrase,) = search(conn, '"cannot be used"')
+    assert phrase.match == "cannot be used"
+    exited = search(conn, "agent exited")
+    assert [h.source for h in exited] == ["event"] and exited[0].kind == "exit"
+    # the stderr writes (as the relay read them) and 5 frames, three at a time, each once
+    writes = sum(b"zulu" in bytes(d) for (d,) in db_rows(db, "SELECT data FROM stderr"))  # type: ignore[arg-type]
+    seen, cursor, pages = [], None, 0
+    while True:
+        page = search(conn, "zulu", limit=3, after=cursor)
+        seen += [(h.source, h.rowid) for h in page]
+        pages += 1
+        if page.next is None:
+            break
+        cursor = page.next
+    assert len(seen) == len(set(seen)) == 5 + writes and pages == -(-(5 + writes) // 3)
+    assert sorted(s for s, _ in seen) == ["frame"] * 5 + ["stderr"] * writes

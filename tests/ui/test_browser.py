@@ -187,3 +187,43 @@ def test_live_frames_appear_while_another_process_records(
         proc.wait(30)
         wait_recorded(demo_db)
     expect(page.locator("#capture-live")).to_have_count(0, timeout=5000)
+
+
+@pytest.fixture(scope="module")
+def cause_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from support.cause import failing_capture
+
+    d = tmp_path_factory.mktemp("ui-cause")
+    d.chmod(0o700)
+    db = d / "cause.sqlite"
+    failing_capture(db, d)
+    with ui_server(db) as u:
+        yield u
+
+
+def test_a_failed_capture_shows_the_agents_own_words(page: Any, cause_url: str) -> None:
+    """The cause of an Internal error is only on the agent's stderr: the capture page shows
+    it, in its colours (our classes), the log tab has it beside the events, the failed turn
+    says its error, and search finds it."""
+    from support.cause import SECRET, UNIQUE
+
+    page.goto(cause_url + "#/c/1")
+    last = page.locator("#last-stderr")
+    expect(last).to_contain_text(UNIQUE)
+    expect(last.locator("span.f1.sb")).to_have_text("ERROR")
+    assert "\x1b" not in last.inner_text()
+    page.locator("nav.tabs a", has_text="log").click()
+    log = page.locator("#log")
+    expect(log).to_contain_text(UNIQUE)
+    expect(log).to_contain_text("agent started")
+    expect(log).to_contain_text("agent exited 0")
+    page.locator("nav.tabs a", has_text="turns").click()
+    expect(page.locator(".turn-error")).to_contain_text(
+        f"error -32603 Internal error: {UNIQUE} query failed"
+    )
+    page.fill("#search-input", "root/sudo")
+    page.press("#search-input", "Enter")
+    hit = page.locator(".hit.stderr").first
+    expect(hit).to_contain_text("agent stderr")
+    expect(hit.locator("mark")).to_have_text("root/sudo")
+    assert SECRET in hit.inner_text()  # the inspector is local: it shows what was recorded

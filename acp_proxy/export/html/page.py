@@ -156,9 +156,15 @@ def _ticking(
         yield item
 
 
-def render_html(capture: dict[str, Any], frames: Iterable[StoredFrame]) -> str:
-    """The whole page for one capture, as a string (small captures, tests)."""
+def render_html(
+    capture: dict[str, Any],
+    frames: Iterable[StoredFrame],
+    *,
+    stderr: Sequence[tuple[int, bytes]] = (),
+    events: Sequence[dict[str, Any]] = (),
+) -> str:
+    """The whole page for one capture, as a string (small captures, shared ones, tests)."""
     stored = list(frames)
     buf = io.StringIO()
-    write_html(buf, capture, lambda: stored)
+    write_html(buf, capture, lambda: stored, stderr=lambda: stderr, events=events)
     return buf.getvalue()

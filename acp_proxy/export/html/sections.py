@@ -13,8 +13,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from acp_proxy.check.findings import Finding
+from acp_proxy.events import describe, is_bad
 from acp_proxy.export.html.screen import screen_html
 from acp_proxy.export.html.style import esc, link, patch_html
+from acp_proxy.text.log import log_entries
+from acp_proxy.text.timeline import event_detail
 
 _STDERR_SHOWN = 1024 * 1024
 
@@ -217,37 +220,53 @@ def diffs_html(diffs: list[dict[str, Any]], shown: range) -> list[str]:
 
 
 def stderr_html(chunks: Iterable[tuple[int, bytes]]) -> list[str]:
-    lines: list[str] = []
-    size = 0
-    more = 0
+    """The agent's stderr, line by line, in its own colours (our classes, never its
+    bytes); the first ``_STDERR_SHOWN`` bytes, then how to see the rest."""
+    kept: list[tuple[int, bytes]] = []
+    size = more = 0
     for t_ns, data in chunks:
         if size >= _STDERR_SHOWN:
             more += len(data)
             continue
         size += len(data)
-        text = data.decode("utf-8", "backslashreplace")
-        for line in text.splitlines():
-            lines.append(f"<span class=muted>{t_ns / 1e6:>10.3f} ms</span>  {esc(line)}")
+        kept.append((t_ns, data))
+    lines = [
+        f"<span class=muted>{e['t_ms']:>10.3f} ms</span>  {_pieces(e['pieces'])}"
+        for e in log_entries(kept, [])
+    ]
     if not lines:
         return []
     note = f"\n… {more} more bytes (acp-proxy show --stderr has them all)" if more else ""
-    return ["<h2>Agent stderr</h2>", f"<pre>{chr(10).join(lines)}{esc(note)}</pre>"]
+    return ["<h2>Agent stderr</h2>", f"<pre class=stderr>{chr(10).join(lines)}{esc(note)}</pre>"]
 
 
-_BAD_EVENTS = {"refused", "upstream_refused", "upstream_failed", "spawn_failed", "gap"}
+def _pieces(pieces: list[dict[str, Any]]) -> str:
+    return "".join(
+        f'<span class="{" ".join(p["classes"])}">{esc(p["text"])}</span>'
+        if p["classes"]
+        else esc(p["text"])
+        for p in pieces
+    )
 
 
 def events_html(events: list[dict[str, Any]]) -> list[str]:
+    """The events, each as its readable line, with its detail one click away."""
     if not events:
         return []
-    out = ["<h2>Events</h2><table><tr><th>t (ms)</th><th>event</th><th>detail</th></tr>"]
+    out = ["<h2>Events</h2><table><tr><th>t (ms)</th><th>event</th><th>what happened</th></tr>"]
     for ev in events:
-        bad = ev.get("kind") in _BAD_EVENTS or (
-            ev.get("kind") == "exit" and '"exit_code":0,' not in (ev.get("detail") or "")
+        kind = str(ev.get("kind") or "event")
+        line = describe(kind, event_detail(ev))
+        bad = is_bad(kind) or (kind == "exit" and not line.startswith("agent exited 0"))
+        detail = ev.get("detail")
+        more = (
+            f"<details><summary>detail</summary><code>{esc(detail)}</code></details>"
+            if detail
+            else ""
         )
         out.append(
             f"<tr{' class=err' if bad else ''}><td class=num>{ev['t_ns'] / 1e6:.3f}</td>"
-            f"<td>{esc(ev.get('kind'))}</td><td><code>{esc(ev.get('detail'))}</code></td></tr>"
+            f"<td>{esc(kind)}</td><td>{esc(line)}{more}</td></tr>"
         )
     out.append("</table>")
     return out

@@ -28,7 +28,8 @@ td{overflow-wrap:anywhere} table{table-layout:auto}
 pre.screen{background:#111;color:#e6e6e6;border-color:#111;white-space:pre;overflow:auto}
 tr.err td{background:#fdecea} tr.run td{background:#f3f6fb} .err{color:#b42318}
 .denied{color:#8e2a8e;font-weight:600} a{color:inherit}
-.sb{font-weight:700} .si{font-style:italic} .su{text-decoration:underline}
+.sb{font-weight:700} .si{font-style:italic} .su{text-decoration:underline} .sdim{opacity:.7}
+.srev{filter:invert(1)} pre.stderr{background:#fffdf5}
 .f0{color:#000}.f1{color:#c23621}.f2{color:#25bc24}.f3{color:#adad27}.f4{color:#492ee1}
 .f5{color:#d338d3}.f6{color:#33bbc8}.f7{color:#cbcccd}.f8{color:#818383}.f9{color:#fc391f}
 .f10{color:#31e722}.f11{color:#eaec23}.f12{color:#5833ff}.f13{color:#f935f8}

@@ -4,7 +4,7 @@
 
 const TOKEN = new URLSearchParams(location.search).get("token");
 const app = document.getElementById("app");
-const VIEWS = ["timeline", "turns", "tools", "permissions", "terminals", "diffs", "files", "sessions"];
+const VIEWS = ["timeline", "log", "turns", "tools", "permissions", "terminals", "diffs", "files", "sessions"];
 const state = { route: null, capture: null, frames: [], done: false, next: -1, filters: {},
   selected: null, terms: [], view: null, viewTimer: null };
 
@@ -73,6 +73,25 @@ function patchView(text) {
     pre.append(cls ? el("span", { class: cls }, line) : document.createTextNode(line + "\n"));
   }
   return pre;
+}
+
+// a stderr line: pieces of text, each with the CSS classes of the agent's own colours
+function stderrLine(e) {
+  return e.pieces.map((p) => p.classes.length ? el("span", { class: p.classes.join(" ") }, p.text) : p.text);
+}
+
+// a JSON-RPC error as a person reads it: code, message, and what data says
+function errorText(err) {
+  if (!err || typeof err !== "object") return String(err);
+  let text = [err.code, err.message].filter((x) => x !== undefined && x !== null).join(" ");
+  const d = err.data;
+  let detail = null;
+  if (d && typeof d === "object" && !Array.isArray(d)) {
+    for (const k of ["message", "details", "error", "reason"]) if (typeof d[k] === "string" && d[k]) { detail = d[k]; break; }
+    if (detail === null && Object.keys(d).length) detail = JSON.stringify(d);
+  } else if (d !== undefined && d !== null) detail = typeof d === "string" ? d : JSON.stringify(d);
+  if (detail && detail !== err.message) text += ": " + detail;
+  return text;
 }
 
 function screen(lines) { return el("pre", { class: "screen", "aria-label": "terminal screen" }, (lines || []).join("\n")); }
@@ -166,18 +185,40 @@ async function showList() {
 
 // ---- search ------------------------------------------------------------------------
 
-async function showSearch(q) {
-  document.getElementById("search-input").value = q;
-  const res = await get("/api/search?q=" + encodeURIComponent(q));
-  const note = res.pending ? el("p", { class: "muted" }, `Indexing: ${res.pending} frames not searched yet.`) : null;
-  const hits = res.hits.map((h) => el("div", { class: "card hit" },
-    el("a", { href: hash("c", h.capture, "f", h.seq) + "?q=" + encodeURIComponent(q) },
-      `capture ${h.capture} · #${h.seq}`), " ",
+function hitCard(h, q) {
+  const suffix = "?q=" + encodeURIComponent(q);
+  if (h.source === "frame") return el("div", { class: "card hit" },
+    el("a", { href: hash("c", h.capture, "f", h.seq) + suffix }, `capture ${h.capture} · #${h.seq}`), " ",
     el("span", { class: h.direction }, h.direction === "c2a" ? "→ client to agent" : "← agent to client"), " ",
     el("code", {}, h.method || h.kind),
-    el("div", { class: "mono" }, "…", h.before, el("mark", {}, h.match), h.after, "…")));
-  app.replaceChildren(el("h1", {}, `Search: ${q}`), ...[note].filter(Boolean),
-    el("p", { class: "muted" }, `${res.hits.length} frame${res.hits.length === 1 ? "" : "s"}, newest first.`), ...hits);
+    el("div", { class: "mono" }, "…", h.before, el("mark", {}, h.match), h.after, "…"));
+  return el("div", { class: "card hit " + h.source },
+    el("a", { href: hash("c", h.capture, "log") + suffix }, `capture ${h.capture} · ${ms(h.t_ms)}`), " ",
+    el("span", { class: "badge " + h.source }, h.source === "stderr" ? "agent stderr" : "event " + h.kind),
+    el("div", { class: "mono" }, "…", h.before, el("mark", {}, h.match), h.after, "…"));
+}
+
+async function showSearch(q) {
+  document.getElementById("search-input").value = q;
+  let res = await get("/api/search?q=" + encodeURIComponent(q));
+  const note = res.pending ? el("p", { class: "muted" }, `Indexing: ${res.pending} recorded items not searched yet.`) : null;
+  const list = el("div", { id: "hits" }, res.hits.map((h) => hitCard(h, q)));
+  const count = el("p", { class: "muted", id: "hit-count" });
+  const more = el("button", { type: "button" }, "More");
+  let shown = res.hits.length;
+  const say = () => {
+    count.textContent = res.next ? `${shown} shown of more (frames, the agent's stderr, events), newest first.`
+      : `${shown} hit${shown === 1 ? "" : "s"} (frames, the agent's stderr, events), newest first.`;
+    more.hidden = !res.next;
+  };
+  more.addEventListener("click", async () => {
+    res = await get("/api/search?q=" + encodeURIComponent(q) + "&before=" + encodeURIComponent(res.next));
+    list.append(...res.hits.map((h) => hitCard(h, q)));
+    shown += res.hits.length;
+    say();
+  });
+  say();
+  app.replaceChildren(el("h1", {}, `Search: ${q}`), ...[note].filter(Boolean), count, list, more);
 }
 
 // ---- a capture -----------------------------------------------------------------------
@@ -190,6 +231,9 @@ function captureHeader(c) {
       ` · started ${c.started_at} · `, el("span", { id: "capture-count" }, `${c.messages} frames`), " · ",
       c.live ? el("span", { class: "badge live", id: "capture-live" }, "● live") : null, " ",
       el("span", { id: "capture-status" }, c.status), c.label ? ` · label ${c.label}` : ""),
+    (c.last_stderr || []).length ? el("div", { id: "last-stderr" },
+      el("span", { class: "muted" }, "last on the agent's stderr (", el("a", { href: hash("c", c.id, "log") }, "all of it"), "):"),
+      el("pre", { class: "stderr" }, c.last_stderr.map((e) => [stderrLine(e), "\n"]))) : null,
     el("div", { class: "exports" }, "Export: ", ex("html", "HTML page"), ex("jsonl", "JSONL (exact bytes)"),
       ex("patch", "patch"), ex("asciicast", "asciicast")));
 }
@@ -368,8 +412,33 @@ async function showState(cid, seq, box) {
 
 // ---- the reconstruction views ---------------------------------------------------------
 
+async function showLog(body) {
+  const cid = state.capture.id;
+  const rows = el("tbody", { id: "log" });
+  const more = el("button", { type: "button", hidden: true }, "More");
+  let offset = 0;
+  const load = async () => {
+    const page = await get(`/api/captures/${cid}/log?offset=${offset}`);
+    for (const e of page.entries) {
+      const what = e.source === "stderr" ? el("td", { class: "mono stderr" }, stderrLine(e))
+        : el("td", { class: e.bad ? "odd" : "event" }, e.line);
+      rows.append(el("tr", { class: "log " + e.source }, el("td", { class: "num" }, e.t_ms.toFixed(3)),
+        el("td", {}, el("span", { class: "badge " + e.source }, e.source === "stderr" ? "stderr" : e.kind)), what));
+    }
+    offset = page.next === null ? offset + page.entries.length : page.next;
+    more.hidden = page.next === null;
+    return page;
+  };
+  more.addEventListener("click", () => load().catch(fail));
+  const first = await load();
+  body.replaceChildren(first.total ? el("table", { "aria-label": "the agent's stderr and the capture events" },
+    el("thead", {}, el("tr", {}, ["t ms", "what", ""].map((h) => el("th", {}, h)))), rows)
+    : el("p", { class: "muted" }, "Nothing on the agent's stderr, and no events."), more);
+}
+
 async function showView(body, name, item) {
   const cid = state.capture.id;
+  if (name === "log") { await showLog(body); return; }
   const data = await get(`/api/captures/${cid}/view/${name}`);
   body.replaceChildren(...renderView(name, data, cid, item));
   if (item !== undefined) {
@@ -397,7 +466,8 @@ function contentItems(items, cid) {
 function renderView(name, data, cid, item) {
   if (!data.length) return [el("p", { class: "muted" }, `No ${name} in this capture.`)];
   if (name === "turns") return data.map((t) => el("div", { class: "card", id: "item-" + t.index },
-    el("h2", {}, `Turn ${t.index} · `, frameLink(cid, t.seq), ` · ${t.stopReason || (t.endedSeq === null ? "running" : "ended")}`),
+    el("h2", {}, `Turn ${t.index} · `, frameLink(cid, t.seq), ` · ${t.stopReason || (t.error ? "error" : t.endedSeq === null ? "running" : "ended")}`),
+    t.error ? el("div", { class: "odd turn-error" }, "error ", errorText(t.error), " · ", el("a", { href: hash("c", cid, "log") }, "the agent's stderr")) : null,
     el("div", { class: "muted" }, `session ${t.sessionId} · duration ${ms(t.durationMs)} · first output after ${ms(t.timeToFirstOutputMs)}` +
       ` · tools ${ms(t.toolTimeMs)} · permission wait ${ms(t.permissionWaitMs)}`),
     el("h2", {}, "Prompt"), el("pre", {}, t.prompt),
