@@ -65,3 +65,16 @@ def wait_recorded(db: Path, timeout: float = 120) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"a recorder of {db} is still running after {timeout} s")
         time.sleep(0.05)
+
+
+def wait_ended(db: Path, count: int, timeout: float = 30) -> None:
+    """Wait until ``db`` holds ``count`` captures and every one of them has ended (a
+    listener goes on after its connections end; its captures say when they did)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if db.exists():
+            ended = db_rows(db, "SELECT ended_at IS NOT NULL FROM captures")
+            if len(ended) == count and all(e for (e,) in ended):
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"{db} does not hold {count} ended captures after {timeout} s")
