@@ -82,6 +82,7 @@ class ClientStandIn:
         *,
         cwd: tuple[str, str] | None = None,
         ignore: Iterable[tuple[str, ...]] = (),
+        client_eof_ns: int | None = None,
     ) -> None:
         self.messages = list(messages)
         self.by_seq = {m.seq: m for m in self.messages}
@@ -89,6 +90,7 @@ class ClientStandIn:
         self.problems = Problems()
         self.ignore = [p[1:] for p in ignore if p[:1] in (("params",), ("*",))]
         self.steps = _steps(self.messages)
+        self.tail = _tail(self.messages, client_eof_ns)
         self._pending: dict[str, int] = {}  # token of a request we sent → its recorded seq
         self._answered: set[int] = set()
         self._counts: dict[tuple[str, ...], int] = {}
@@ -113,6 +115,18 @@ class ClientStandIn:
         if self._counts.get(w.shape, 0) >= w.ordinal:
             return True
         return None if any(s in self._answered for s in w.open) else False
+
+    def tail_ready(self) -> bool | None:
+        """Whether the agent has said what the recording has it say after the client's
+        last message and before the client closed its stdin (:func:`_tail`); None when it
+        cannot come any more."""
+        w = self.tail
+        if w is None:
+            return True
+        if w.request is not None:
+            return True if w.request in self._answered else (None if self._gone(w.request)
+                                                             else False)  # fmt: skip
+        return self._counts.get(w.shape, 0) >= w.ordinal
 
     def _gone(self, seq: int) -> bool:
         """Whether a recorded request was never sent (so its answer cannot come)."""
@@ -247,6 +261,27 @@ class ClientStandIn:
 def _error(token: str, message: str) -> bytes:
     error = {"code": -32603, "message": message}
     return dump_with_id({"jsonrpc": "2.0", "id": None, "error": error}, token)
+
+
+def _tail(messages: list[Message], client_eof_ns: int | None) -> Wait | None:
+    """What the agent said after the client's last message, up to the client closing its
+    stdin (``client_eof_ns``; all of it when unknown): the replay waits for as much before
+    it closes the agent's stdin (a v2 turn ends with an idle ``state_update`` that follows
+    the answer to the client's last request)."""
+    last_client = max((i for i, m in enumerate(messages) if m.direction is C2A
+                       and m.kind in (Kind.REQUEST, Kind.NOTIFICATION)), default=-1)  # fmt: skip
+    after = [
+        m
+        for m in messages[last_client + 1 :]
+        if m.direction is A2C and (client_eof_ns is None or m.t_ns <= client_eof_ns)
+    ]
+    if not after:
+        return None
+    p = after[-1]
+    if p.is_response and p.partner is not None:
+        return Wait(p, request=p.partner)
+    key = shape(p)
+    return Wait(p, shape=key, ordinal=sum(1 for x in after if shape(x) == key))
 
 
 def _steps(messages: list[Message]) -> list[Step]:

@@ -11,6 +11,8 @@ session from one prompt to the next):
 - tool calls (in order of appearance; ids are random per run and not compared): title,
   kind, the statuses they went through;
 - stop reasons (v1 prompt answer, v2 idle ``state_update``), errors (both directions);
+- what the agent announced on its own time (:data:`AMBIENT` updates, an extension's
+  notifications before any turn): which, not where — a run that announced less diverges;
 - files written (``fs/write_text_file``, v1 ``diff`` content, v2 diff ``changes``).
 
 Values can be masked before summarising with ``ignore`` paths into the messages
@@ -36,7 +38,25 @@ from acp_proxy.replay.mapper import Mapper
 from acp_proxy.replay.match import Message, session_of
 from acp_proxy.replay.summary import Divergence, RunSummary, ToolCall, Turn, error_text
 
-__all__ = ["EXIT_CODE", "compare", "nothing_compared", "own_exit", "parse_ignore", "summarise_run"]
+__all__ = [
+    "AMBIENT",
+    "EXIT_CODE",
+    "client_ending",
+    "client_eof_ns",
+    "compare",
+    "nothing_compared",
+    "own_exit",
+    "parse_ignore",
+    "summarise_run",
+]
+
+AMBIENT = frozenset(
+    {"available_commands_update", "current_mode_update", "config_option_update",
+     "session_info_update"}
+)  # fmt: skip
+"""Updates an agent sends about a session on a timer or when it likes, not as a step of a
+turn: where they fall between the turn's messages is timing, so a run is compared on which
+of them it announced, not where (nor how often)."""
 
 EXIT_CODE = ("exit_code",)
 """The ``--ignore`` key for the agent's exit code (a run-level fact, not a message path)."""
@@ -132,12 +152,17 @@ def summarise_run(
             update = params.get("update")
             if m.method == "session/update" and isinstance(update, dict):
                 kind = str(update.get("sessionUpdate"))
+                if kind in AMBIENT:
+                    run.announced.add(kind)
+                    continue
                 _event(turn, kind)
                 _tool(update, kind, tools, turn)
                 _files(update, run)
                 if kind == "state_update" and update.get("state") == "idle":
                     reason = update.get("stopReason")
                     turn.stop_reason = str(reason) if reason is not None else None
+            elif turn is run.setup and str(m.method).startswith("_"):
+                run.announced.add(str(m.method))  # an extension's status, on its own time
             else:
                 _event(turn, str(m.method))
         elif m.kind == Kind.REQUEST:
@@ -219,15 +244,50 @@ def own_exit(capture: dict[str, Any], events: Iterable[dict[str, Any]]) -> int |
     return code if spawned else None
 
 
-def _leftover(event: dict[str, Any]) -> bool:
-    """Whether a ``terminate`` event ended what was left of the group after the agent
-    exited (the agent's own exit code stands), rather than the agent itself."""
+def client_ending(events: Iterable[dict[str, Any]]) -> tuple[float, str] | None:
+    """How the recorded client ended the agent, when it did: the signal it sent (passed on
+    by the proxy) and how many seconds after it closed the agent's stdin — editors close
+    stdin, then SIGTERM a moment later. None when the agent ended by itself, or the proxy
+    ended it after its grace."""
+    eof: int | None = None
+    for e in events:
+        kind, t = e.get("kind"), e.get("t_ns")
+        if not isinstance(t, int):
+            continue
+        if kind == "client_eof" and eof is None:
+            eof = t
+        elif kind == "signal":
+            detail = _detail(e)
+            name = detail.get("signal") if isinstance(detail, dict) else None
+            if isinstance(name, str) and name.startswith("SIG"):
+                return max(0.0, (t - (eof if eof is not None else t)) / 1e9), name
+        elif kind == "exit":
+            return None
+    return None
+
+
+def client_eof_ns(events: Iterable[dict[str, Any]]) -> int | None:
+    """When the recorded client closed the agent's stdin (the ``client_eof`` event)."""
+    for e in events:
+        if e.get("kind") == "client_eof" and isinstance(e.get("t_ns"), int):
+            return int(e["t_ns"])
+    return None
+
+
+def _detail(event: dict[str, Any]) -> Any:
     detail = event.get("detail")
     if isinstance(detail, str | bytes):
         try:
-            detail = orjson.loads(detail)
+            return orjson.loads(detail)
         except orjson.JSONDecodeError:
-            return False
+            return None
+    return detail
+
+
+def _leftover(event: dict[str, Any]) -> bool:
+    """Whether a ``terminate`` event ended what was left of the group after the agent
+    exited (the agent's own exit code stands), rather than the agent itself."""
+    detail = _detail(event)
     return isinstance(detail, dict) and "group" in detail
 
 
@@ -281,6 +341,10 @@ def compare(recorded: RunSummary, replayed: RunSummary) -> list[Divergence]:
                 if i2 == i1:
                     at = f"after message {i1}"
                 out.append(Divergence(where, at, a.events[i1:i2], b.events[j1:j2]))
+    missing = recorded.announced - replayed.announced
+    if missing:  # announcing more than the recording did is not a divergence: it may be cut
+        out.append(Divergence("run", "announced", sorted(recorded.announced),
+                              sorted(replayed.announced)))  # fmt: skip
     for path in sorted(set(recorded.files) | set(replayed.files)):
         fa, fb = recorded.files.get(path), replayed.files.get(path)
         if fa != fb:

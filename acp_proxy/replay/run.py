@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import os
+import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +27,8 @@ from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.replay.client import ClientStandIn, Step
 from acp_proxy.replay.compare import (
     EXIT_CODE,
+    client_ending,
+    client_eof_ns,
     compare,
     nothing_compared,
     own_exit,
@@ -106,19 +109,24 @@ async def _drive(
     timeout: float,
     grace: float,
     cwd: str | None,
+    ending: tuple[float, str] | None = None,
 ) -> _Ended:
-    """Run the agent through the stand-in, then end it and its process group (bounded:
-    no pipe is waited on past the end of the group)."""
+    """Run the agent through the stand-in, then end it as the recorded client did
+    (``ending``: a signal some seconds after closing its stdin), and its process group
+    (bounded: no pipe is waited on past the end of the group)."""
     agent = AgentProcess.spawn(argv, tap, grace=grace, cwd=cwd)
     stdout, stdin = await agent.pipes()
     run = _Run(stand_in, tap, stdin, timeout)
     reader = asyncio.get_running_loop().create_task(run.read_agent(stdout))
+    by_client = False
     try:
         await run.play()
         tap.end_stream(C2A)
         tap.event("client_eof")
         with contextlib.suppress(OSError):
             stdin.close()
+        if ending is not None:
+            by_client = await _end_as_recorded(agent, tap, *ending, grace)
         await agent.stop("replay finished")
         # what the group wrote before it ended is read; a process outside the group that
         # still holds the agent's stdout is not waited for
@@ -131,7 +139,24 @@ async def _drive(
         with contextlib.suppress(asyncio.CancelledError):
             await reader
     code, _sig = await agent.finish("replay finished")
-    return _Ended(code, agent.signalled, agent.killed)
+    return _Ended(code, agent.signalled or by_client, agent.killed)
+
+
+async def _end_as_recorded(
+    agent: AgentProcess, tap: Tap, after: float, name: str, grace: float
+) -> bool:
+    """The recorded client sent ``name`` ``after`` seconds after it closed stdin (at most
+    ``grace`` here): do the same, unless the agent has exited by then. Whether it was
+    sent."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(agent.wait(), min(after, grace))
+        return False
+    sig = getattr(signal, name, None)
+    if not isinstance(sig, signal.Signals):
+        return False
+    tap.event("signal", signal=name, forwarded_to=agent.proc.pid, reason="as the recorded client")
+    agent.signal_group(sig)
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +236,8 @@ class _Run:
             with contextlib.suppress(ConnectionError):
                 await self.stdin.drain()
         await self.wait_for(lambda: stand_in.outstanding == 0 or gone.is_set())
+        # and what the agent said after that in the recording, before the client closed
+        await self.wait_for(lambda: stand_in.tail_ready() is not False or gone.is_set())
         stand_in.finish()
 
 
@@ -237,7 +264,9 @@ def replay_client(
     rec_cwd = _recorded_cwd(recording)
     pair = (rec_cwd, cwd) if rec_cwd and cwd else None
     patterns = parse_ignore(ignore)
-    stand_in = ClientStandIn(recording.messages, cwd=pair, ignore=patterns)
+    stand_in = ClientStandIn(
+        recording.messages, cwd=pair, ignore=patterns, client_eof_ns=client_eof_ns(recording.events)
+    )
     writer = RecorderLink(db)
     label = f"replay client of {recording.source}"
     meta = CaptureMeta(transport="stdio", agent_command=list(argv), cwd=os.getcwd(), label=label)
@@ -245,7 +274,10 @@ def replay_client(
     code: int | None = None
     ended: _Ended | None = None
     try:
-        ended = asyncio.run(_drive(stand_in, argv, tap, timeout=timeout, grace=grace, cwd=cwd))
+        ending = client_ending(recording.events)
+        ended = asyncio.run(
+            _drive(stand_in, argv, tap, timeout=timeout, grace=grace, cwd=cwd, ending=ending)
+        )
         code = ended.code
     except AgentSpawnError as e:
         tap.event("spawn_failed", error=str(e))

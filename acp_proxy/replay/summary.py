@@ -60,12 +60,14 @@ class RunSummary:
     setup: Turn = field(default_factory=lambda: Turn("setup"))
     turns: list[Turn] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
+    announced: set[str] = field(default_factory=set)  # ambient kinds, in no particular place
 
     def to_json(self) -> dict[str, Any]:
         return {
             "setup": self.setup.to_json(),
             "turns": [t.to_json() for t in self.turns],
             "files": self.files,
+            "announced": sorted(self.announced),
         }
 
 

@@ -154,7 +154,9 @@ def test_replay_client_reruns_the_acpx_session_without_divergence(
             timeout=60,
         )
     finally:
-        left = ptree.kill_marked(box.marker)
+        # what the run started ends with it: the guard, say, within moments
+        left = ptree.wait_gone(ptree.marked(box.marker), 5)
+        ptree.kill_marked(box.marker)
     report = done.stdout.decode(errors="replace")
     assert done.returncode == 0, report + done.stderr.decode(errors="replace")[-2000:]
     assert "no divergence" in report
@@ -167,6 +169,12 @@ def agent(request: pytest.FixtureRequest) -> RealPeer:
     require(ACPX)
     require(peer)
     return peer
+
+
+def _of_listener(p: ptree.Proc, listener: int) -> bool:
+    """Whether ``p`` is the listener or one of its own processes (its recorder, its guard,
+    an agent of a client still connected): they go when the listener does."""
+    return p.pid == listener or p.pid in {q.pid for q in ptree.below(listener)}
 
 
 def test_acpx_through_the_ws_bridge_saw_what_both_legs_recorded(
@@ -183,8 +191,7 @@ def test_acpx_through_the_ws_bridge_saw_what_both_legs_recorded(
             url,
         ):
             up = [*PROXY, "record", "--db", str(db), "--upstream", f"{url}/acp"]
-            listener = {proxy.pid} | {p.pid for p in ptree.below(proxy.pid)}  # and its recorder
-            run = run_acpx(box, up, tmp_path / "seen", stays=lambda p: p.pid in listener)
+            run = run_acpx(box, up, tmp_path / "seen", stays=lambda p: _of_listener(p, proxy.pid))
             wait_ended(db, 2)
             proxy.send_signal(signal.SIGINT)
             assert proxy.wait(30) == 0

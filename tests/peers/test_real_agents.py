@@ -140,7 +140,9 @@ def test_replay_client_reruns_it_without_divergence(session: Session, tmp_path: 
             timeout=REPLAY_BOUND,
         )
     finally:
-        left = ptree.kill_marked(box.marker)
+        # what the run started ends with it: the guard, say, within moments
+        left = ptree.wait_gone(ptree.marked(box.marker), 5)
+        ptree.kill_marked(box.marker)
     report = run.stdout.decode(errors="replace")
     assert run.returncode == 0, report + run.stderr.decode(errors="replace")[-2000:]
     assert "no divergence" in report
