@@ -28,6 +28,7 @@ from acp_proxy.check.framing import Framing
 from acp_proxy.check.rpc import Rpc
 from acp_proxy.check.rules import RULES
 from acp_proxy.check.validate import SchemaCheck
+from acp_proxy.protocol.envelopes import is_initialize, unwrap
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.protocol.jsonrpc import Info, Kind
 
@@ -144,6 +145,10 @@ class Checker:
         self.rpc.request(info, Request(frame.seq, frame.t_ns, method, params, d))
         lifecycle.call(self.ctx, method, params, d, side)
         self.schema.call(info, body, method, side)
+        wrapped = unwrap(method, params, d)
+        if wrapped is not None:  # a proxy-chain envelope: the message it carries is ACP
+            inner = {"params": wrapped.params} if wrapped.params is not None else {}
+            self.schema.call(info, inner, wrapped.method, sender(wrapped.direction))
         if method.startswith("_"):
             return  # an extension: its meaning is its own
         s = lifecycle.session_of_call(self.ctx, method, params, d, side)
@@ -173,8 +178,12 @@ class Checker:
         result = body.get("result")
         if not is_error and req.method and not req.method.startswith("_"):
             self.schema.result(req, result, side)
+        wrapped = unwrap(req.method, req.params, req.direction)
+        if wrapped is not None and not is_error:  # the wrapped request's own result
+            inner = Request(req.seq, req.t_ns, wrapped.method, {}, wrapped.direction)
+            self.schema.result(inner, result, sender(frame.direction))
         r = as_dict(result)
-        if req.method == "initialize" and req.direction is Direction.CLIENT_TO_AGENT:
+        if is_initialize(req.method) and req.direction is Direction.CLIENT_TO_AGENT:
             if not is_error:
                 lifecycle.initialize_result(self.ctx, r)
             return

@@ -180,6 +180,13 @@ _LIST = [
         "extensibility",
     ),
     _r(
+        "schema.newer",
+        INFO,
+        "sender",
+        "valid only as spec pages newer than the bundled schemas define it",
+        "https://agentclientprotocol.com/protocol/v2/subagents",
+    ),
+    _r(
         "schema.unstable",
         WARNING,
         "sender",

@@ -389,6 +389,16 @@ CASES = [
         ],
         {("schema.unstable", "client")},
     ),
+    Case(
+        "subagents as newer spec pages define them (stable v1, no bundled schema has them)",
+        [
+            *P1,
+            (C, PROMPT),
+            (A, update({"sessionUpdate": "subagent_update", "sessionId": "c1", "title": "x"})),
+            (A, res(2, {"stopReason": "end_turn"})),
+        ],
+        {("schema.newer", "agent")},
+    ),
     # -- lifecycle and capabilities
     Case(
         "no initialize",
