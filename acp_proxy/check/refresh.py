@@ -86,10 +86,10 @@ def derive_meta(schema: dict[str, Any], version: int) -> dict[str, Any]:
     for d in schema.get("$defs", {}).values():
         if not isinstance(d, dict) or not isinstance(d.get("x-method"), str):
             continue
-        name = _TABLES.get(str(d.get("x-side")))
-        if name is not None:
+        table = _TABLES.get(str(d.get("x-side")))
+        if table is not None:
             method = d["x-method"]
-            meta[name][method.replace("$/", "").replace("/", "_")] = method
+            meta[table][method.replace("$/", "").replace("/", "_")] = method
     for name in _TABLES.values():
         meta[name] = dict(sorted(meta[name].items()))
     return meta
