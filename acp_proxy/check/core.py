@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from acp_proxy.check import lifecycle, tools, turns
+from acp_proxy.check import lifecycle, sessions, tools, turns
 from acp_proxy.check.capabilities import check_capabilities
 from acp_proxy.check.context import Context, Request, Session, Thresholds, as_dict, sender
 from acp_proxy.check.findings import Finding
@@ -98,6 +98,7 @@ class Checker:
         self.framing.finish()
         self.rpc.finish()
         turns.finish(ctx)
+        sessions.finish(ctx)
         self.framing.finish_incomplete()
         lifecycle.finish(ctx, self.frames)
         return self._emit()
@@ -155,7 +156,10 @@ class Checker:
         if self.ctx.init_done:
             check_capabilities(self.ctx, method, params, d)
         if s is None:
+            if d is Direction.AGENT_TO_CLIENT:
+                sessions.announce_check(self.ctx, params.get("sessionId"))
             return
+        sessions.call(self.ctx, frame, s, method, params)
         if method == "session/update":
             self._update(frame, s, str(params.get("sessionId")), params.get("update"), side)
         elif not turns.call(self.ctx, frame, info, s, method, params):
@@ -166,6 +170,7 @@ class Checker:
         kind = u.get("sessionUpdate")
         if not isinstance(kind, str):
             return  # the schema says what is wrong with it
+        sessions.update(self.ctx, sid, s, kind, u, side)
         tools.update(self.ctx, s, kind, u, side)
         turns.update(self.ctx, frame, s, sid, kind, u, side)
 
@@ -188,6 +193,7 @@ class Checker:
                 lifecycle.initialize_result(self.ctx, r)
             return
         turns.answer(self.ctx, frame, req, r, is_error, side)
+        sessions.answer(self.ctx, req, r, is_error)
         if not is_error:
             lifecycle.answered(self.ctx, req.method, r)
             tools.answer(self.ctx, req, r, side)
