@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp_proxy.check.context import Context, Session, as_dict
-from acp_proxy.protocol.envelopes import is_initialize
+from acp_proxy.protocol.envelopes import SUCCESSOR_METHODS, is_initialize
 from acp_proxy.protocol.frames import Direction
 
 __all__ = ["answered", "call", "finish", "initialize_result", "session_of_call"]
@@ -30,7 +30,8 @@ def call(ctx: Context, method: str, params: dict[str, Any], d: Direction, side: 
         v = params.get("protocolVersion")
         if ctx.forced is None and v.__class__ is int and v in (1, 2):
             ctx.version = v
-    elif not ctx.init_done and not method.startswith("$/"):
+    elif not ctx.init_done and not method.startswith("$/") and method not in SUCCESSOR_METHODS:
+        # a proxy forwards initialize to its successor before it answers proxy/initialize
         ctx.add("acp.before-initialize", side, f"{method} before initialize completed")
 
 

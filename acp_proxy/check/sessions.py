@@ -89,7 +89,12 @@ def _links_session(u: dict[str, Any]) -> bool:
 
 
 def _announce(ctx: Context, parent: str, s: Session, child: Any) -> None:
-    if not isinstance(child, str) or child in ctx.children:
+    if not isinstance(child, str):
+        return
+    if child in ctx.children:  # already announced: a replay announces it again
+        c = ctx.sessions.get(child)
+        if c is not None and replaying(s):
+            c.replay_parent = parent
         return
     ctx.children[child] = parent
     first = ctx.unannounced.pop(child, None)

@@ -224,7 +224,8 @@ class Fold:
     ) -> None:
         if kind == "replay_complete":
             if replay is not None:
-                replay.marker_seqs.append(m.seq)
+                if sid == replay.session_id:  # a child's own marker ends only its part
+                    replay.marker_seqs.append(m.seq)
                 del self._replaying[sid]
             return
         if kind == "subagent_update":
@@ -235,9 +236,9 @@ class Fold:
             if sub is None:  # the first one announces the child; it never moves
                 sub = self.subagents[child] = Subagent(child, sid, m.seq, m.t_ns)
                 sub.replayed = replay is not None
-                if replay is not None and child not in self._replaying:
-                    self._replaying[child] = replay  # its history, until its own marker
-                    replay.children.append(child)
+            if replay is not None and child not in self._replaying:
+                self._replaying[child] = replay  # its history, until its own marker
+                replay.children.append(child)
             sub.apply(u)
             return
         mid = u.get("messageId")
