@@ -90,6 +90,8 @@ PURE = (
     "check.report",
     "check.rpc",
     "check.rules",
+    "check.rules_turns",
+    "check.sessions",
     "check.schemas",
     "check.tools",
     "check.turns",

@@ -71,6 +71,11 @@ class Session:
     cancellable_terminals: set[str] = field(default_factory=set)
     seen_tools: set[str] = field(default_factory=set)
     seen_terminals: set[str] = field(default_factory=set)
+    replay: Request | None = None  # a load or resume replaying history (§13.2)
+    replay_parent: str | None = None  # a child announced during its parent's replay
+    replay_updates: int = 0
+    markers: int = 0
+    keys: dict[str, Any] = field(default_factory=dict)  # idempotencyKey -> first messageId
 
 
 def sender(direction: Direction) -> str:
@@ -119,6 +124,8 @@ class Context:
         self.client_caps: dict[str, Any] = {}
         self.agent_caps: dict[str, Any] = {}
         self.sessions: dict[str, Session] = {}
+        self.children: dict[str, str] = {}  # child session -> its parent (subagents)
+        self.unannounced: dict[str, int] = {}  # session id -> first frame naming it unknown
         self.out: list[Finding] = []
         self.seq = 0
         self.raw = b""

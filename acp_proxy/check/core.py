@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from acp_proxy.check import lifecycle, tools, turns
+from acp_proxy.check import lifecycle, sessions, tools, turns
 from acp_proxy.check.capabilities import check_capabilities
 from acp_proxy.check.context import Context, Request, Session, Thresholds, as_dict, sender
 from acp_proxy.check.findings import Finding
@@ -28,6 +28,7 @@ from acp_proxy.check.framing import Framing
 from acp_proxy.check.rpc import Rpc
 from acp_proxy.check.rules import RULES
 from acp_proxy.check.validate import SchemaCheck
+from acp_proxy.protocol.envelopes import is_initialize, unwrap
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.protocol.jsonrpc import Info, Kind
 
@@ -97,6 +98,7 @@ class Checker:
         self.framing.finish()
         self.rpc.finish()
         turns.finish(ctx)
+        sessions.finish(ctx)
         self.framing.finish_incomplete()
         lifecycle.finish(ctx, self.frames)
         return self._emit()
@@ -144,13 +146,20 @@ class Checker:
         self.rpc.request(info, Request(frame.seq, frame.t_ns, method, params, d))
         lifecycle.call(self.ctx, method, params, d, side)
         self.schema.call(info, body, method, side)
+        wrapped = unwrap(method, params, d)
+        if wrapped is not None:  # a proxy-chain envelope: the message it carries is ACP
+            inner = {"params": wrapped.params} if wrapped.params is not None else {}
+            self.schema.call(info, inner, wrapped.method, sender(wrapped.direction))
         if method.startswith("_"):
             return  # an extension: its meaning is its own
         s = lifecycle.session_of_call(self.ctx, method, params, d, side)
         if self.ctx.init_done:
             check_capabilities(self.ctx, method, params, d)
         if s is None:
+            if d is Direction.AGENT_TO_CLIENT:
+                sessions.announce_check(self.ctx, params.get("sessionId"))
             return
+        sessions.call(self.ctx, frame, s, method, params)
         if method == "session/update":
             self._update(frame, s, str(params.get("sessionId")), params.get("update"), side)
         elif not turns.call(self.ctx, frame, info, s, method, params):
@@ -161,6 +170,7 @@ class Checker:
         kind = u.get("sessionUpdate")
         if not isinstance(kind, str):
             return  # the schema says what is wrong with it
+        sessions.update(self.ctx, sid, s, kind, u, side)
         tools.update(self.ctx, s, kind, u, side)
         turns.update(self.ctx, frame, s, sid, kind, u, side)
 
@@ -173,12 +183,17 @@ class Checker:
         result = body.get("result")
         if not is_error and req.method and not req.method.startswith("_"):
             self.schema.result(req, result, side)
+        wrapped = unwrap(req.method, req.params, req.direction)
+        if wrapped is not None and not is_error:  # the wrapped request's own result
+            inner = Request(req.seq, req.t_ns, wrapped.method, {}, wrapped.direction)
+            self.schema.result(inner, result, sender(frame.direction))
         r = as_dict(result)
-        if req.method == "initialize" and req.direction is Direction.CLIENT_TO_AGENT:
+        if is_initialize(req.method) and req.direction is Direction.CLIENT_TO_AGENT:
             if not is_error:
                 lifecycle.initialize_result(self.ctx, r)
             return
         turns.answer(self.ctx, frame, req, r, is_error, side)
+        sessions.answer(self.ctx, req, r, is_error)
         if not is_error:
             lifecycle.answered(self.ctx, req.method, r)
             tools.answer(self.ctx, req, r, side)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["ERROR", "INFO", "SEVERITIES", "WARNING", "Finding", "Rule"]
+__all__ = ["ERROR", "INFO", "SEVERITIES", "WARNING", "Finding", "Rule", "rule"]
 
 ERROR = "error"
 WARNING = "warning"
@@ -45,3 +45,22 @@ class Finding:
     excerpt: str = ""
     related: tuple[int, ...] = field(default=())
     spec: str = ""
+
+
+_SPEC = "https://agentclientprotocol.com/protocol"
+
+
+def rule(
+    id: str,
+    severity: str,
+    side: str,
+    title: str,
+    page: str,
+    versions: tuple[int, ...] = (1, 2),
+    covers_schema: bool = False,
+) -> Rule:
+    """A :class:`Rule` of the table; ``page`` is a page of the specification of the first
+    version it applies to (or a whole address)."""
+    v = versions[0] if len(versions) == 1 else 1
+    spec = page if page.startswith("https://") else f"{_SPEC}/v{v}/{page}"
+    return Rule(id, severity, side, versions, title, spec, covers_schema)

@@ -1,6 +1,7 @@
 """The connection's lifecycle: ``initialize`` and the sessions it opens (pure, no I/O).
 
-What belongs here: what ``initialize`` settles in the shared context — the protocol
+What belongs here: what ``initialize`` (or the ``proxy/initialize`` a conductor sends a proxy, which
+negotiates the same way: docs/protocol.md §13.4) settles in the shared context — the protocol
 version (the client's request, then the agent's answer; a version with no bundled schema
 turns the schema checks off), both sides' capabilities — and the rules about it: nothing but
 ``initialize`` and ``$/`` messages before its response, a capture without it. And which
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp_proxy.check.context import Context, Session, as_dict
+from acp_proxy.protocol.envelopes import SUCCESSOR_METHODS, is_initialize
 from acp_proxy.protocol.frames import Direction
 
 __all__ = ["answered", "call", "finish", "initialize_result", "session_of_call"]
@@ -22,13 +24,14 @@ _SESSION_INTRODUCERS = frozenset({"session/load", "session/resume"})
 
 def call(ctx: Context, method: str, params: dict[str, Any], d: Direction, side: str) -> None:
     """A request or notification: ``initialize`` itself, or one sent before its answer."""
-    if method == "initialize" and d is Direction.CLIENT_TO_AGENT:
+    if is_initialize(method) and d is Direction.CLIENT_TO_AGENT:
         ctx.init_sent = True
         ctx.client_caps = as_dict(params.get("clientCapabilities", params.get("capabilities")))
         v = params.get("protocolVersion")
         if ctx.forced is None and v.__class__ is int and v in (1, 2):
             ctx.version = v
-    elif not ctx.init_done and not method.startswith("$/"):
+    elif not ctx.init_done and not method.startswith("$/") and method not in SUCCESSOR_METHODS:
+        # a proxy forwards initialize to its successor before it answers proxy/initialize
         ctx.add("acp.before-initialize", side, f"{method} before initialize completed")
 
 

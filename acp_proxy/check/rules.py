@@ -10,24 +10,10 @@ the two in step.
 from __future__ import annotations
 
 from acp_proxy.check.findings import ERROR, INFO, WARNING, Rule
+from acp_proxy.check.findings import rule as _r
+from acp_proxy.check.rules_turns import TURN_RULES
 
 __all__ = ["RULES"]
-
-_SPEC = "https://agentclientprotocol.com/protocol"
-
-
-def _r(
-    id: str,
-    severity: str,
-    side: str,
-    title: str,
-    page: str,
-    versions: tuple[int, ...] = (1, 2),
-    covers_schema: bool = False,
-) -> Rule:
-    v = versions[0] if len(versions) == 1 else 1
-    spec = page if page.startswith("https://") else f"{_SPEC}/v{v}/{page}"
-    return Rule(id, severity, side, versions, title, spec, covers_schema)
 
 
 _LIST = [
@@ -180,6 +166,13 @@ _LIST = [
         "extensibility",
     ),
     _r(
+        "schema.newer",
+        INFO,
+        "sender",
+        "valid only as spec pages newer than the bundled schemas define it",
+        "https://agentclientprotocol.com/protocol/v2/subagents",
+    ),
+    _r(
         "schema.unstable",
         WARNING,
         "sender",
@@ -250,119 +243,6 @@ _LIST = [
         "a permission outcome whose optionId was not offered",
         "tool-calls#requesting-permission",
     ),
-    # -- prompt turns ---------------------------------------------------------------------
-    _r(
-        "turn.concurrent-prompt",
-        ERROR,
-        "client",
-        "a second session/prompt on a session while one is in flight",
-        "prompt-turn",
-        versions=(1,),
-    ),
-    _r(
-        "turn.cancel-not-honoured",
-        ERROR,
-        "agent",
-        "session/cancel not answered by the cancelled stop reason",
-        "prompt-turn#cancellation",
-    ),
-    _r(
-        "turn.update-after-turn",
-        WARNING,
-        "agent",
-        "turn output for a session after its prompt response",
-        "prompt-turn#4-check-for-completion",
-        versions=(1,),
-    ),
-    _r(
-        "v1.unknown-tool-call",
-        ERROR,
-        "agent",
-        "tool_call_update for a toolCallId no tool_call announced",
-        "tool-calls#updating",
-        versions=(1,),
-    ),
-    _r(
-        "v1.terminal-after-release",
-        ERROR,
-        "agent",
-        "a terminalId used after terminal/release",
-        "terminals",
-        versions=(1,),
-    ),
-    _r(
-        "v2.turn-unfinished",
-        ERROR,
-        "agent",
-        "an accepted prompt never ended by an idle state_update",
-        "prompt-lifecycle#session-states",
-        versions=(2,),
-    ),
-    _r(
-        "v2.message-id",
-        ERROR,
-        "agent",
-        "a message update without messageId",
-        "prompt-lifecycle#3-agent-reports-output",
-        versions=(2,),
-        covers_schema=True,
-    ),
-    _r(
-        "v2.patch-first-report",
-        WARNING,
-        "agent",
-        "the first update of a tool call without title, or of a terminal without command",
-        "tool-calls#reporting",
-        versions=(2,),
-    ),
-    _r(
-        "v2.terminal",
-        ERROR,
-        "agent",
-        "agent-owned terminal rules: base64 data, absolute cwd, one update per terminal per batch",
-        "tool-calls#content",
-        versions=(2,),
-    ),
-    _r(
-        "v2.permission-title",
-        ERROR,
-        "agent",
-        "session/request_permission without a title",
-        "tool-calls#requesting-permission",
-        versions=(2,),
-        covers_schema=True,
-    ),
-    _r(
-        "v2.cancel-capability",
-        ERROR,
-        "client",
-        "tool_call/cancel or terminal/cancel for a target that did not advertise cancel",
-        "tool-calls#cancelling-tool-calls",
-        versions=(2,),
-    ),
-    # -- timing ---------------------------------------------------------------------------
-    _r(
-        "timing.slow-response",
-        WARNING,
-        "receiver",
-        "a request answered after more than the --slow threshold",
-        "overview",
-    ),
-    _r(
-        "timing.slow-cancel",
-        WARNING,
-        "agent",
-        "a cancel honoured after more than the --slow-cancel threshold",
-        "prompt-turn#cancellation",
-    ),
-    # -- the capture itself ---------------------------------------------------------------
-    _r(
-        "capture.incomplete",
-        INFO,
-        "-",
-        "frames the recorder could not keep whole (not checked)",
-        "https://agentclientprotocol.com/protocol/v1/transports",
-    ),
 ]
 
-RULES: dict[str, Rule] = {r.id: r for r in _LIST}
+RULES: dict[str, Rule] = {r.id: r for r in [*_LIST, *TURN_RULES]}

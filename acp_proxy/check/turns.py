@@ -3,7 +3,8 @@
 What belongs here: the life of a turn per session, in both versions — a ``session/prompt``
 starts it (v1: never while another is in flight); in v1 its response ends it, and turn output
 after that is late; in v2 the response only acknowledges it, and an idle ``state_update``
-ends it (one never reached is reported at the end). A ``session/cancel`` during a turn must
+ends it (one never reached is reported at the end). History a ``session/load`` replays is no
+turn's output. A ``session/cancel`` during a turn must
 end it with the ``cancelled`` stop reason, soon (``timing.slow-cancel``); a refused prompt
 starts no turn. Also what v2 requires of the output itself: a ``messageId`` on every message
 update.
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp_proxy.check.context import SEC, Context, Request, Session, sender
+from acp_proxy.check.sessions import replaying
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.protocol.jsonrpc import Info, Kind
 
@@ -66,7 +68,7 @@ def update(
     """A ``session/update`` of ``kind``: late turn output (v1), a message without its id and
     the idle state that ends a turn (v2)."""
     if ctx.version == 1:
-        if kind in _TURN_OUTPUT_V1 and s.prompt is None and s.turns > 0:
+        if kind in _TURN_OUTPUT_V1 and s.prompt is None and s.turns > 0 and not replaying(s):
             ctx.add(
                 "turn.update-after-turn",
                 side,

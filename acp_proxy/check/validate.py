@@ -4,7 +4,9 @@ What belongs here: :class:`SchemaCheck` — which definition a message is valida
 (a call's params by its method *as sent by its sender*, a result by the method of the
 request it answers, an error by the JSON-RPC error object, an id by ``RequestId``), methods
 the schema does not define for that direction and kind (``schema.method``), and what only
-the unstable schema accepts (``schema.unstable``, unless ``--unstable``). ``_`` extensions
+the unstable schema accepts (``schema.unstable``, unless ``--unstable``), and what only
+newer spec pages define (``schema.newer``, a note: valid ACP as the newest spec has it,
+:mod:`acp_proxy.check.schemas.overlay`). ``_`` extensions
 and ``$/`` methods the schema does not define are not validated. The schemas themselves are
 loaded by :mod:`acp_proxy.check.schemas`.
 """
@@ -28,10 +30,10 @@ class SchemaCheck:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    def _schemas(self, unstable: bool) -> Schemas | None:
+    def _schemas(self, unstable: bool, newer: bool = False) -> Schemas | None:
         if self.ctx.no_schema:
             return None
-        return load_schemas(self.ctx.version, unstable)
+        return load_schemas(self.ctx.version, unstable, newer=newer)
 
     def call(self, info: Info, body: dict[str, Any], method: str, side: str) -> None:
         """A request's or notification's id, method and params."""
@@ -97,6 +99,12 @@ class SchemaCheck:
         if s.is_valid(definition, value):
             return
         ctx = self.ctx
+        n = self._schemas(False, newer=True)
+        if n is not None and n.is_valid(definition, value):
+            ctx.add(
+                "schema.newer", side, f"{what} is valid as newer spec pages define {definition}"
+            )
+            return
         if not ctx.unstable:
             u = self._schemas(True)
             if u is not None and u.is_valid(definition, value):

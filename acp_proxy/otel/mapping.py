@@ -106,6 +106,7 @@ class _Builder(SpanTree):
         )
         a = s.attributes
         put(a, "gen_ai.conversation.id", t.session_id or None)
+        put(a, "session.id", t.session_id or None)  # Langfuse and Phoenix group by it
         put(a, "gen_ai.agent.name", self.agent_name)
         put(a, "gen_ai.agent.version", self.agent_version)
         cname, cversion = peer_info(self.r.client_info)
@@ -207,6 +208,8 @@ class _Builder(SpanTree):
                 put(a, "acp.usage.cost_currency", cost.get("currency"))
 
     def tool(self, tc: ToolCall) -> None:
+        if tc.replayed:  # history a load or resume replayed: not new execution
+            return
         sid = self.sid(tc.session_id)
         _, group, parent, group_end = self.tool_info[(sid, tc.tool_call_id)]
         if not self.want(group):

@@ -155,6 +155,7 @@ class SpanTree:
         )
         if t.session_id:
             s.attributes["gen_ai.conversation.id"] = attr(t.session_id)  # type: ignore[assignment]
+            s.attributes["session.id"] = attr(t.session_id)  # type: ignore[assignment]
         self.out.append(s)
         return s
 

@@ -3,8 +3,9 @@
 What belongs here: :class:`Reconstruction`, which takes frames in ``seq`` order and routes
 each message to the records of ``tools``, ``terminals``, ``files`` and ``session``; and
 :func:`reconstruct`, which folds a whole capture or stops at a given ``seq`` ("the state at
-a point in the capture"). The protocol version comes from the capture's ``initialize``
-(the agent's answer, else the client's request; docs/protocol.md §3); it selects the v1 or v2
+a point in the capture"). The protocol version comes from the capture's ``initialize``, or
+the ``proxy/initialize`` a conductor sends a proxy (the agent's answer, else the client's
+request; docs/protocol.md §3, §13.4); it selects the v1 or v2
 reading where the wire shapes alone do not (``null`` in tool call updates, the end of a
 turn, who owns a terminal).
 """
@@ -15,10 +16,12 @@ import gc
 from collections.abc import Iterable
 from typing import Any
 
+from acp_proxy.protocol.envelopes import MCP_METHODS, is_initialize
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.protocol.jsonrpc import id_token
 from acp_proxy.reconstruct.filestate import FileChange
-from acp_proxy.reconstruct.session import Permission, Turn
+from acp_proxy.reconstruct.history import Replay
+from acp_proxy.reconstruct.session import Permission, Retry, Turn
 from acp_proxy.reconstruct.terminals import TerminalEvent
 from acp_proxy.reconstruct.tools import StatusChange, apply_v1, apply_v2
 from acp_proxy.reconstruct.updates import EVERYTHING, OUTPUT_UPDATES, Fold
@@ -66,6 +69,7 @@ class Reconstruction(Fold):
     def __init__(self, parts: frozenset[str] = EVERYTHING, *, timelines: bool = True) -> None:
         super().__init__(parts, timelines=timelines)
         self._pairer = Pairer()
+        self._keys: dict[tuple[str, str], Turn] = {}  # (session, idempotencyKey) -> its turn
 
     def only_session(self, sid: str) -> None:
         """Keep what belongs to session ``sid`` alone (a view of one session of several)."""
@@ -101,7 +105,9 @@ class Reconstruction(Fold):
         p = m.params
         if method == "session/update":
             self._update(m, p)
-        elif method == "initialize":
+        elif method in MCP_METHODS:
+            self.mcp.request(m)
+        elif is_initialize(method):
             v = p.get("protocolVersion")
             if isinstance(v, int) and self.protocol_version is None:
                 self.protocol_version = v
@@ -141,9 +147,12 @@ class Reconstruction(Fold):
             if isinstance(p.get("cwd"), str):
                 s.cwd = p["cwd"]
             # v1 session/load and v2 session/resume with replayFrom replay the history as
-            # session/update before answering (§4.1, §4.3, §12.3)
+            # session/update before answering (§4.1, §4.3, §12.3, §13.2)
             if method == "session/load" or p.get("replayFrom") is not None:
-                self._replaying.add(p["sessionId"])
+                marked = method == "session/resume"
+                replay = Replay(p["sessionId"], method, m.seq, m.t_ns, marked)
+                self.replays.append(replay)
+                self._replaying[p["sessionId"]] = replay
 
     def _response(self, m: Message) -> None:
         req = m.request
@@ -153,14 +162,16 @@ class Reconstruction(Fold):
         ok = m.kind == "response"
         result = m.result
         r = result if isinstance(result, dict) else {}
-        if method == "initialize":
+        if method in MCP_METHODS:
+            self.mcp.response(m)
+        elif is_initialize(method):
             v = r.get("protocolVersion")
             if isinstance(v, int):
                 self.protocol_version = v
             self.agent_info = r.get("agentInfo") or r.get("info")
         elif method in ("session/new", "session/fork", "session/load", "session/resume"):
             sid = r.get("sessionId", req.params.get("sessionId"))
-            self._replaying.discard(str(req.params.get("sessionId")))
+            self._replay_answered(req, m)
             if ok and isinstance(sid, str):
                 s = self.session(sid, m)
                 cwd = req.params.get("cwd")
@@ -172,7 +183,13 @@ class Reconstruction(Fold):
                 s.set_config(r.get("configOptions"), m.seq, m.t_ns, "agent")
         elif method == "session/prompt":
             turn = self._by_request.pop(_key(req), None)
-            if isinstance(turn, Turn):
+            if isinstance(turn, tuple):  # a retry: the agent answers with the original id
+                first, retry = turn
+                retry.response_seq, retry.message_id = m.seq, r.get("messageId")
+                retry.error = m.body.get("error") if m.kind == "error" else None
+                if first.acked_seq is None and first.message_id is None and ok:
+                    first.acked_seq, first.message_id = m.seq, r.get("messageId")
+            elif isinstance(turn, Turn):
                 self._prompt_answered(turn, m, r)
         elif method == "session/request_permission":
             perm = self._by_request.pop(_key(req), None)
@@ -207,12 +224,34 @@ class Reconstruction(Fold):
                 s = self.session(sid, m)
                 s.set_config(r.get("configOptions"), m.seq, m.t_ns, "client")
 
-    # -- turns (§6.2) -------------------------------------------------------------------
+    def _replay_answered(self, req: Message, m: Message) -> None:
+        """The answer to a ``session/load`` or ``session/resume``: the end of its replay,
+        and of its children's (§13.2)."""
+        for replay in reversed(self.replays):
+            if replay.request_seq == req.seq:
+                replay.response_seq, replay.ok = m.seq, m.kind == "response"
+                for sid in (replay.session_id, *replay.children):
+                    if self._replaying.get(sid) is replay:
+                        del self._replaying[sid]
+                return
+
+    # -- turns (§6.2), retried prompts (§13.3) ----------------------------------------
 
     def _prompt(self, m: Message, p: dict[str, Any]) -> None:
         sid = p.get("sessionId")
         sid = sid if isinstance(sid, str) else None
+        key = p.get("idempotencyKey") if self.v2 else None
+        if isinstance(key, str) and sid is not None:
+            first = self._keys.get((sid, key))
+            if first is not None:  # the same submission again: one turn, one more attempt
+                retry = Retry(m.seq, m.t_ns, m.id)
+                first.retries.append(retry)
+                self._by_request[_key(m)] = (first, retry)
+                return
         turn = Turn(sid, len(self.turns) + 1, m.id, m.seq, m.t_ns, p.get("prompt"))
+        turn.idempotency_key = key if isinstance(key, str) else None
+        if isinstance(key, str) and sid is not None:
+            self._keys[(sid, key)] = turn
         self.turns.append(turn)
         self._by_request[_key(m)] = turn
         if sid is not None:

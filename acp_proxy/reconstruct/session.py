@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Change", "Permission", "SessionState", "Turn", "intervals_ns"]
+__all__ = ["Change", "Permission", "Retry", "SessionState", "Turn", "intervals_ns"]
 
 
 @dataclass(slots=True)
@@ -54,6 +54,7 @@ class SessionState:
     state_history: list[Change] = field(default_factory=list)
     notices: list[Change] = field(default_factory=list)
     unknown_updates: dict[str, int] = field(default_factory=dict)
+    history: int = 0  # updates that replayed history (docs/protocol.md §13.2)
 
     def set_mode(self, mode: Any, seq: int, t_ns: int, source: str) -> None:
         if isinstance(mode, str):
@@ -133,6 +134,18 @@ class Permission:
 
 
 @dataclass(slots=True)
+class Retry:
+    """A ``session/prompt`` that resent an earlier one's ``idempotencyKey`` (§13.3)."""
+
+    seq: int
+    t_ns: int
+    request_id: str | None
+    response_seq: int | None = None
+    message_id: Any = None
+    error: Any = None
+
+
+@dataclass(slots=True)
 class Turn:
     session_id: str | None
     index: int
@@ -154,6 +167,8 @@ class Turn:
     messages: dict[tuple[str, Any], list[str]] = field(default_factory=dict)
     tool_call_ids: list[str] = field(default_factory=list)
     permissions: list[Permission] = field(default_factory=list)
+    idempotency_key: Any = None
+    retries: list[Retry] = field(default_factory=list)
 
     @property
     def open(self) -> bool:

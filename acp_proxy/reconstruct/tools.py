@@ -70,6 +70,7 @@ class ToolCall:
     status_history: list[StatusChange] = field(default_factory=list)
     location_history: list[LocationSeen] = field(default_factory=list)
     terminal_ids: list[str] = field(default_factory=list)
+    session_ids: list[str] = field(default_factory=list)  # sessions its content links (§13.1)
     cancel_requested_seq: int | None = None  # v2 tool_call/cancel (§4.3)
     replayed: bool = False  # first seen while session/load or resume replayed history
     anomalies: list[str] = field(default_factory=list)

@@ -22,7 +22,10 @@ from typing import Any
 import orjson
 
 from acp_proxy.reconstruct.files import Files
+from acp_proxy.reconstruct.history import Replay
+from acp_proxy.reconstruct.mcp import McpCalls
 from acp_proxy.reconstruct.session import Change, Permission, SessionState, Turn
+from acp_proxy.reconstruct.subagents import SessionMessage, Subagent
 from acp_proxy.reconstruct.terminals import Terminal, TerminalEvent
 from acp_proxy.reconstruct.tools import (
     StatusChange,
@@ -68,6 +71,10 @@ OUTPUT_UPDATES = frozenset(
 """Updates that count as the agent's first visible output in a turn."""
 
 Key = tuple[str, str]
+_TREE_UPDATES = frozenset(
+    {"subagent_update", "session_message", "session_message_chunk", "replay_complete"}
+)
+_KNOWN_ELSEWHERE = _TREE_UPDATES | {"user_message_chunk", "user_message"}
 
 
 class Fold:
@@ -90,7 +97,11 @@ class Fold:
         self._open: dict[str, Turn] = {}
         self._by_request: dict[tuple[int, str | None], Any] = {}
         self._diffs_seen: set[tuple[str, str, bytes]] = set()
-        self._replaying: set[str] = set()
+        self._replaying: dict[str, Replay] = {}  # session -> the replay it is in
+        self.replays: list[Replay] = []
+        self.subagents: dict[str, Subagent] = {}  # child session -> what its parent said
+        self.session_messages: dict[tuple[str, str], SessionMessage] = {}
+        self.mcp = McpCalls()
         self._keep_sessions = SESSIONS in parts
         self._keep_tools = TOOLS in parts or self._keep_sessions  # turns list their tools
         self._keep_terminals = TERMINALS in parts
@@ -129,12 +140,19 @@ class Fold:
         sid = p.get("sessionId")
         sid = sid if isinstance(sid, str) else ""
         kind = u.get("sessionUpdate")
-        turn = self._open.get(sid)
+        replay = self._replaying.get(sid)
+        turn = self._open.get(sid) if replay is None else None  # history is no turn's
+        if replay is not None:
+            replay.updates += 1
+        if kind in _TREE_UPDATES:
+            self._tree(sid, kind, u, m, replay)
         if turn is not None:
             turn.updates += 1
             if turn.first_output_seq is None and kind in OUTPUT_UPDATES:
                 turn.first_output_seq, turn.first_output_t_ns = m.seq, m.t_ns
         s = self.session(sid, m) if self._keep_sessions else None
+        if s is not None and replay is not None:
+            s.history += 1
         if kind in TOOL_UPDATES:
             self._tool(sid, kind, u, m, turn)
         elif kind == "terminal_update":
@@ -185,7 +203,7 @@ class Fold:
             s.notices.append(Change(seq, t, u))
         elif kind == "state_update":
             self._state(s, u, m)
-        elif kind not in ("user_message_chunk", "user_message"):
+        elif kind not in _KNOWN_ELSEWHERE:
             name = str(kind)
             s.unknown_updates[name] = s.unknown_updates.get(name, 0) + 1
 
@@ -198,6 +216,42 @@ class Fold:
         if state == "idle" and turn is not None:
             turn.end(m.seq, m.t_ns, u.get("stopReason"), u.get("error"))
             del self._open[s.session_id]
+
+    # -- subagents, messages between sessions, replay markers (§13.1, §13.2) -------------
+
+    def _tree(
+        self, sid: str, kind: str, u: dict[str, Any], m: Message, replay: Replay | None
+    ) -> None:
+        if kind == "replay_complete":
+            if replay is not None:
+                if sid == replay.session_id:  # a child's own marker ends only its part
+                    replay.marker_seqs.append(m.seq)
+                del self._replaying[sid]
+            return
+        if kind == "subagent_update":
+            child = u.get("sessionId")
+            if not isinstance(child, str):
+                return
+            sub = self.subagents.get(child)
+            if sub is None:  # the first one announces the child; it never moves
+                sub = self.subagents[child] = Subagent(child, sid, m.seq, m.t_ns)
+                sub.replayed = replay is not None
+            if replay is not None and child not in self._replaying:
+                self._replaying[child] = replay  # its history, until its own marker
+                replay.children.append(child)
+            sub.apply(u)
+            return
+        mid = u.get("messageId")
+        if not isinstance(mid, str):
+            return
+        msg = self.session_messages.get((sid, mid))
+        if msg is None:
+            msg = self.session_messages[(sid, mid)] = SessionMessage(sid, mid, m.seq, m.t_ns)
+            msg.replayed = replay is not None
+        if kind == "session_message":
+            msg.upsert(u, m.seq)
+        else:
+            msg.chunk(u, m.seq)
 
     # -- tool calls (§6.1) --------------------------------------------------------------
 
@@ -254,6 +308,13 @@ class Fold:
                     tc.terminal_ids.append(tid)
             elif t == "diff" and self._keep_files:
                 self._diff(tc, item, m)
+            elif t == "session" and isinstance(item.get("sessionId"), str):
+                linked = item["sessionId"]
+                if linked not in tc.session_ids:
+                    tc.session_ids.append(linked)
+                sub = self.subagents.get(linked)
+                if sub is not None and tc.tool_call_id not in sub.tool_call_ids:
+                    sub.tool_call_ids.append(tc.tool_call_id)
 
     def _anchor(self, tc: ToolCall, tid: str, m: Message) -> None:
         term = self._terminal(tc.session_id, tid, m)

@@ -16,14 +16,25 @@ from acp_proxy.reconstruct.filestate import FileChange
 from acp_proxy.reconstruct.fold import Reconstruction
 from acp_proxy.reconstruct.session import Change, Permission, SessionState, Turn, intervals_ns
 from acp_proxy.reconstruct.terminals import Terminal, TerminalEvent
+from acp_proxy.reconstruct.timing import dur as _dur
+from acp_proxy.reconstruct.timing import ms as _ms
 from acp_proxy.reconstruct.tools import ToolCall
+from acp_proxy.reconstruct.treeviews import (
+    mcp_calls_json,
+    replays_json,
+    session_messages_json,
+    subagent_json,
+    tree_order,
+)
 
 __all__ = [
     "change_json",
     "diffs_json",
     "files_json",
+    "mcp_calls_json",
     "permissions_json",
     "reconstruction_json",
+    "session_messages_json",
     "sessions_json",
     "terminal_json",
     "terminals_json",
@@ -31,25 +42,6 @@ __all__ = [
     "tools_json",
     "turns_json",
 ]
-
-
-_EXACT = 1 << 50  # t_ns / 1e6 is within a thousandth of a microsecond of the exact value
-
-
-def _ms(t_ns: int | None) -> float | None:
-    """``round(t_ns / 1e6, 3)``, the time in milliseconds to the microsecond; a third of
-    the cost where the microseconds are not within one of a tie (a terminal's JSON has one
-    per chunk): then the nearest microsecond of ``t_ns / 1e6`` is that of ``t_ns``, and an
-    integer division is correctly rounded, as :func:`round` is."""
-    if t_ns is None:
-        return None
-    if 0 <= t_ns < _EXACT and not 499 <= t_ns % 1000 <= 501:
-        return ((t_ns + 500) // 1000) / 1000
-    return round(t_ns / 1e6, 3)
-
-
-def _dur(a: int | None, b: int | None) -> float | None:
-    return None if a is None or b is None else round((b - a) / 1e6, 3)
 
 
 def tool_json(tc: ToolCall) -> dict[str, Any]:
@@ -75,6 +67,7 @@ def tool_json(tc: ToolCall) -> dict[str, Any]:
         "capabilities": tc.capabilities,
         "_meta": tc.meta,
         "terminalIds": tc.terminal_ids,
+        "sessionIds": tc.session_ids,
         "firstSeq": tc.first_seq,
         "lastSeq": tc.last_seq,
         "startedMs": _ms(tc.first_t_ns),
@@ -269,6 +262,18 @@ def turn_json(r: Reconstruction, turn: Turn) -> dict[str, Any]:
         "updates": turn.updates,
         "agentText": turn.text("agent"),
         "thoughtText": turn.text("thought"),
+        "idempotencyKey": turn.idempotency_key,
+        "retries": [
+            {
+                "seq": x.seq,
+                "t_ms": _ms(x.t_ns),
+                "requestId": x.request_id,
+                "responseSeq": x.response_seq,
+                "messageId": x.message_id,
+                "error": x.error,
+            }
+            for x in turn.retries
+        ],
     }
 
 
@@ -282,7 +287,16 @@ def _changes(items: list[Change]) -> list[dict[str, Any]]:
     ]
 
 
-def session_json(s: SessionState) -> dict[str, Any]:
+def session_json(s: SessionState, r: Reconstruction | None = None) -> dict[str, Any]:
+    sid = s.session_id
+    sub = r.subagents.get(sid) if r is not None else None
+    tree: dict[str, Any] = {
+        "parentSessionId": sub.parent_id if sub is not None else None,
+        "children": [c for c, x in r.subagents.items() if x.parent_id == sid] if r else [],
+        "subagent": subagent_json(r, sid) if r is not None else None,
+        "history": s.history,
+        "replays": replays_json(r, sid) if r is not None else [],
+    }
     return {
         "sessionId": s.session_id,
         "cwd": s.cwd,
@@ -302,11 +316,14 @@ def session_json(s: SessionState) -> dict[str, Any]:
         "availableCommands": s.commands,
         "notices": _changes(s.notices),
         "unknownUpdates": s.unknown_updates,
+        **tree,
     }
 
 
 def sessions_json(r: Reconstruction) -> list[dict[str, Any]]:
-    return [session_json(s) for s in r.sessions.values()]
+    """Every session; a child session (a subagent) right after its parent, so a listing
+    reads as a tree (docs/protocol.md §13.1)."""
+    return [session_json(r.sessions[sid], r) for sid in tree_order(r)]
 
 
 def reconstruction_json(r: Reconstruction) -> dict[str, Any]:
@@ -322,4 +339,6 @@ def reconstruction_json(r: Reconstruction) -> dict[str, Any]:
         "terminals": terminals_json(r),
         "diffs": diffs_json(r),
         "files": files_json(r),
+        "sessionMessages": session_messages_json(r),
+        "mcpCalls": mcp_calls_json(r),
     }

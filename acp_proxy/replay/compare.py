@@ -149,22 +149,7 @@ def summarise_run(
         owner = session(m)
         turn = current.get(owner, run.setup) if owner is not None else run.setup
         if m.kind == Kind.NOTIFICATION:
-            update = params.get("update")
-            if m.method == "session/update" and isinstance(update, dict):
-                kind = str(update.get("sessionUpdate"))
-                if kind in AMBIENT:
-                    run.announced.add(kind)
-                    continue
-                _event(turn, kind)
-                _tool(update, kind, tools, turn)
-                _files(update, run)
-                if kind == "state_update" and update.get("state") == "idle":
-                    reason = update.get("stopReason")
-                    turn.stop_reason = str(reason) if reason is not None else None
-            elif turn is run.setup and str(m.method).startswith("_"):
-                run.announced.add(str(m.method))  # an extension's status, on its own time
-            else:
-                _event(turn, str(m.method))
+            _notification(m, params, turn, run, tools)
         elif m.kind == Kind.REQUEST:
             _event(turn, f"asks {m.method}")
             if m.method == "fs/write_text_file":
@@ -180,6 +165,29 @@ def summarise_run(
     if detail:
         add_details(messages, run, value_of, by_seq, tools)
     return run
+
+
+def _notification(
+    m: Message, params: dict[str, Any], turn: Turn, run: RunSummary, tools: dict[str, ToolCall]
+) -> None:
+    """An agent notification into its turn (or, when it is ambient, into what the run
+    announced)."""
+    update = params.get("update")
+    if m.method == "session/update" and isinstance(update, dict):
+        kind = str(update.get("sessionUpdate"))
+        if kind in AMBIENT:
+            run.announced.add(kind)
+            return
+        _event(turn, kind)
+        _tool(update, kind, tools, turn)
+        _files(update, run)
+        if kind == "state_update" and update.get("state") == "idle":
+            reason = update.get("stopReason")
+            turn.stop_reason = str(reason) if reason is not None else None
+    elif turn is run.setup and str(m.method).startswith("_"):
+        run.announced.add(str(m.method))  # an extension's status, on its own time
+    else:
+        _event(turn, str(m.method))
 
 
 def _event(turn: Turn, name: str) -> None:

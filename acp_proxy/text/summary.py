@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.protocol.envelopes import TO_SUCCESSOR, mcp_message, unwrap
 from acp_proxy.protocol.jsonrpc import decode
 from acp_proxy.store.reader import StoredFrame
 
@@ -40,7 +41,26 @@ def summary(f: StoredFrame) -> str:
     if f.kind == "response":
         return _result_summary(v.get("result"))
     params = v.get("params")
-    return _params_summary(f.method or "", params if isinstance(params, dict) else {})
+    p = params if isinstance(params, dict) else {}
+    wrapped = unwrap(f.method, p, f.direction)
+    if wrapped is not None:  # a proxy-chain envelope: what it carries, and which way
+        inner = p.get("params")
+        way = "to successor:" if wrapped.way == TO_SUCCESSOR else "from successor:"
+        said = _params_summary(wrapped.method, inner if isinstance(inner, dict) else {})
+        return f"{way} {wrapped.method} {said}".rstrip()
+    mcp = mcp_message(f.method, p)
+    if mcp is not None:  # MCP over ACP: the MCP call inside
+        return _mcp_summary(mcp.server, mcp.method, mcp.params)
+    return _params_summary(f.method or "", p)
+
+
+def _mcp_summary(server: str | None, method: str, params: Any) -> str:
+    p = params if isinstance(params, dict) else {}
+    what = f"mcp {server or '?'} {method}"
+    if method == "tools/call":
+        args = orjson.dumps(p.get("arguments")).decode() if "arguments" in p else ""
+        return short(f"{what} {p.get('name')} {args}".rstrip(), 70)
+    return what
 
 
 def _result_summary(r: Any) -> str:

@@ -17,6 +17,7 @@ import orjson
 from acp_proxy import sgr
 from acp_proxy.reconstruct import Reconstruction
 from acp_proxy.reconstruct.terminals import Attrs
+from acp_proxy.reconstruct.treeviews import tree_order
 from acp_proxy.reconstruct.views import permission_json, turn_json
 from acp_proxy.text.style import Painted, Styled, screen_line, sgr_of
 
@@ -77,7 +78,11 @@ def _content_label(item: Any) -> str:
 def tools_lines(r: Reconstruction) -> Iterator[str | Styled]:
     if not r.tool_calls:
         yield "no tool calls"
-        return
+    yield from _tool_lines(r)
+    yield from mcp_lines(r)
+
+
+def _tool_lines(r: Reconstruction) -> Iterator[str | Styled]:
     for tc in r.tool_calls.values():
         ended = tc.ended_t_ns
         took = f"{(ended - tc.first_t_ns) / 1e6:.1f} ms" if ended is not None else "not finished"
@@ -105,6 +110,8 @@ def tools_lines(r: Reconstruction) -> Iterator[str | Styled]:
             yield f"    can      {_short(tc.capabilities)}"
         if tc.meta:
             yield f"    _meta    {_short(tc.meta)}"
+        for linked in tc.session_ids:
+            yield f"    session  {linked} (the session it ran: show --view sessions)"
         for a in tc.anomalies:
             yield Styled.of(("    !" + a, "anomaly"))
 
@@ -273,10 +280,26 @@ def sessions_lines(r: Reconstruction) -> Iterator[str]:
         yield f"ACP protocol v{r.protocol_version}"
     if not r.sessions:
         yield "no sessions"
-    for s in r.sessions.values():
-        yield f"session {s.session_id}  cwd {s.cwd or '?'}" + (
-            f"  title {s.title!r}" if s.title else ""
-        )
+    for sid in tree_order(r):
+        s = r.sessions[sid]
+        sub = r.subagents.get(sid)
+        depth, parent = 0, sub.parent_id if sub is not None else None
+        while parent is not None and depth < 8:  # each child under its parent
+            depth += 1
+            up = r.subagents.get(parent)
+            parent = up.parent_id if up is not None else None
+        pad = "  " * depth
+        head = f"{pad}session {s.session_id}" if sub is None else f"{pad}└ child {s.session_id}"
+        yield head + f"  cwd {s.cwd or '?'}" + (f"  title {s.title!r}" if s.title else "")
+        if sub is not None:
+            yield f"{pad}    subagent of {sub.parent_id}: {_short(sub.fields)}"
+        for x in r.replays:
+            if x.session_id == sid:
+                end = "complete" if x.complete else "TRUNCATED" if x.truncated else "open"
+                yield f"{pad}    history {x.method} #{x.request_seq}: {x.updates} updates, {end}"
+        for m in r.session_messages.values():
+            if m.session_id == sid:
+                yield f"{pad}    message {m.sender} → {m.recipient}: {_short(m.text)}"
         for c in s.mode_history:
             yield f"    mode    {c.value}  ({c.source}, #{c.seq})"
         for c in s.config_history:
@@ -297,6 +320,20 @@ def sessions_lines(r: Reconstruction) -> Iterator[str]:
             yield f"    state   {s.state}"
         for kind, n in s.unknown_updates.items():
             yield f"    update  {kind} ×{n} (not understood, kept)"
+
+
+def mcp_lines(r: Reconstruction) -> Iterator[str]:
+    """MCP calls carried over ACP (docs/protocol.md §13.5), after the tool calls."""
+    for c in r.mcp.calls:
+        what = f"{c.method} {c.tool}" if c.tool is not None else c.method
+        args = f" {_short(c.arguments, 50)}" if c.arguments is not None else ""
+        if c.error is not None:
+            outcome = f"error {_short(c.error, 50)}"
+        elif c.response_seq is None:
+            outcome = "no answer" if c.method not in ("disconnect",) else ""
+        else:
+            outcome = f"→ {_short(c.result, 50)}"
+        yield f"mcp {c.server or '?'} {what}{args}  {outcome}  (#{c.seq}, {c.caller})".rstrip()
 
 
 def _state(exists: bool | None, content: str | None) -> str:

@@ -143,6 +143,21 @@ class Case:
 
 P1 = prelude_v1()
 P2 = prelude_v2()
+RESUME = req(
+    7, "session/resume", {"sessionId": "s1", "cwd": "/work", "replayFrom": {"type": "start"}}
+)
+HISTORY = {
+    "sessionUpdate": "user_message_chunk",
+    "messageId": "u0",
+    "content": {"type": "text", "text": "earlier"},
+}
+
+
+def KEYED(i: int) -> dict[str, Any]:
+    text = [{"type": "text", "text": "go"}]
+    return req(i, "session/prompt", {"sessionId": "s1", "prompt": text, "idempotencyKey": "k1"})
+
+
 PROMPT = req(2, "session/prompt", {"sessionId": "s1", "prompt": [{"type": "text", "text": "go"}]})
 END = res(2, {"stopReason": "end_turn"})
 CANCEL = note("session/cancel", {"sessionId": "s1"})
@@ -389,6 +404,16 @@ CASES = [
         ],
         {("schema.unstable", "client")},
     ),
+    Case(
+        "subagents as newer spec pages define them (stable v1, no bundled schema has them)",
+        [
+            *prelude_v1(client={**FULL_CLIENT, "subagents": {}}),
+            (C, PROMPT),
+            (A, update({"sessionUpdate": "subagent_update", "sessionId": "c1", "title": "x"})),
+            (A, res(2, {"stopReason": "end_turn"})),
+        ],
+        {("schema.newer", "agent")},
+    ),
     # -- lifecycle and capabilities
     Case(
         "no initialize",
@@ -538,6 +563,74 @@ CASES = [
             (C, res(2, {"output": "", "truncated": False})),
         ],
         {("v1.terminal-after-release", "agent")},
+    ),
+    Case(
+        "a child session's traffic before its announcement",
+        [
+            *P2,
+            (
+                A,
+                update(
+                    {
+                        "sessionUpdate": "agent_message_chunk",
+                        "messageId": "m",
+                        "content": {"type": "text", "text": "x"},
+                    },
+                    "c1",
+                ),
+            ),
+            (A, update({"sessionUpdate": "subagent_update", "sessionId": "c1"})),
+        ],
+        {("acp.unknown-session", "agent"), ("subagent.announced-late", "agent")},
+    ),
+    Case(
+        "v1 subagent updates to a client that did not opt in",
+        [*P1, (A, update({"sessionUpdate": "subagent_update", "sessionId": "c1"}))],
+        {("subagent.not-advertised", "agent"), ("schema.newer", "agent")},
+    ),
+    Case(
+        "v2 resume with replayFrom answered before replay_complete",
+        [*P2, (C, RESUME), (A, update(HISTORY)), (A, res(7, {}))],
+        {("v2.replay-complete", "agent")},
+    ),
+    Case(
+        "v2 replay_complete without replayFrom",
+        [*P2, (A, update({"sessionUpdate": "replay_complete"}))],
+        {("v2.replay-complete", "agent")},
+    ),
+    Case(
+        "v2 replay that fails before its marker",
+        [*P2, (C, RESUME), (A, update(HISTORY)), (A, err(7, -32603, "disk"))],
+        {("v2.replay-truncated", "agent")},
+    ),
+    Case(
+        "v2 live state in the middle of a replay",
+        [
+            *P2,
+            (C, RESUME),
+            (A, update(HISTORY)),
+            (A, update({"sessionUpdate": "state_update", "state": "running"})),
+            (A, update({"sessionUpdate": "replay_complete"})),
+            (A, res(7, {})),
+        ],
+        {("v2.live-in-replay", "agent")},
+    ),
+    Case(
+        "v2 retried prompt answered with a new messageId",
+        [
+            *P2,
+            (C, KEYED(2)),
+            (A, res(2, {"messageId": "m1"})),
+            (C, KEYED(3)),
+            (A, res(3, {"messageId": "m2"})),
+            (
+                A,
+                update(
+                    {"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}
+                ),
+            ),
+        ],
+        {("v2.retry-message-id", "agent")},
     ),
     Case(
         "v2 turn never idle",

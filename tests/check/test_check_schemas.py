@@ -114,3 +114,63 @@ def test_refresh_refuses_a_broken_file_and_replaces_nothing(tmp_path: Path) -> N
     )
     assert proc.returncode == 1 and "no $defs with x-method" in proc.stderr
     assert not dest.exists()
+
+
+def test_refresh_reads_an_npm_tarball_and_derives_the_method_tables(tmp_path: Path) -> None:
+    import tarfile
+
+    tgz = tmp_path / "sdk.tgz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        for v in ("v1", "v2"):
+            for n in ("schema.json", "schema.unstable.json"):
+                tar.add(BUNDLE / v / n, arcname=f"package/schema/{v}/{n}")
+    dest = tmp_path / "dest"
+    assert main([str(tgz), "--version", "2.4.0", "--origin", "npm", "--dest", str(dest)]) == 0
+    prov = json.loads((dest / "PROVENANCE.json").read_text())
+    assert sorted(prov["files"]) == sorted(NAMES)
+    assert prov["files"]["v1/meta.json"]["origin"].startswith("derived from the x-method")
+    meta = json.loads((dest / "v1/meta.unstable.json").read_text())
+    assert "proxy/successor" in meta["proxyMethods"].values()
+    assert "auth/status" in meta["agentMethods"].values()
+    assert "nes/start" not in meta["agentMethods"].values()
+    # the bundled tables are exactly what the bundled schemas say
+    for rel in ("v1/meta.json", "v1/meta.unstable.json", "v2/meta.json", "v2/meta.unstable.json"):
+        assert (dest / rel).read_bytes() == (BUNDLE / rel).read_bytes(), rel
+
+
+def test_newer_json_adds_only_what_the_bundled_schemas_lack() -> None:
+    """When a refreshed schema defines an entry itself, this fails: drop it from newer.json."""
+    newer = json.loads((BUNDLE / "newer.json").read_text())
+    for version in (1, 2):
+        stable = load_schemas(version)
+        assert stable is not None
+        entry = newer[f"v{version}"]
+        assert entry["pages"]
+        for name in entry.get("add_defs", {}):
+            assert name not in stable.root["$defs"], (version, name)
+        for name, props in entry.get("add_properties", {}).items():
+            for key in props:
+                assert key not in stable.root["$defs"][name]["properties"], (version, key)
+    v1 = load_schemas(1)
+    n1 = load_schemas(1, newer=True)
+    assert v1 is not None and n1 is not None
+    child = {"sessionUpdate": "subagent_update", "sessionId": "c1", "title": "review"}
+    linked = {
+        "sessionUpdate": "tool_call",
+        "toolCallId": "t1",
+        "title": "delegate",
+        "content": [{"type": "session", "sessionId": "c1"}],
+    }
+    for u in (child, linked):
+        note = {"sessionId": "s1", "update": u}
+        assert not v1.is_valid("SessionNotification", note)
+        assert n1.is_valid("SessionNotification", note)
+    assert not n1.is_valid(
+        "SessionNotification",
+        {"sessionId": "s1", "update": {**linked, "content": [{"type": "session"}]}},
+    )
+    n2 = load_schemas(2, newer=True)
+    assert n2 is not None
+    prompt = {"sessionId": "s1", "prompt": [{"type": "text", "text": "x"}]}
+    assert n2.is_valid("PromptRequest", {**prompt, "idempotencyKey": "k-1"})
+    assert not n2.is_valid("PromptRequest", {**prompt, "idempotencyKey": ""})

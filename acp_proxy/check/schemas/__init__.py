@@ -23,6 +23,8 @@ from typing import Any
 
 import jsonschema_rs
 
+from acp_proxy.check.schemas.overlay import apply_newer
+
 __all__ = ["FILES", "MethodType", "Schemas", "load_schemas"]
 
 FILES = {
@@ -54,8 +56,8 @@ def _index(root: dict[str, Any]) -> dict[tuple[str, str], MethodType]:
         if not isinstance(d, dict) or "x-method" not in d:
             continue
         method, side = d["x-method"], d.get("x-side", "")
-        if side not in ("agent", "client", "protocol"):
-            continue  # conductor<->proxy traffic is not between an editor and an agent
+        if side not in ("agent", "client", "protocol", "proxy"):
+            continue
         slot = parts.setdefault((method, side), {})
         for suffix, role in (
             ("Notification", "notification"),
@@ -101,7 +103,11 @@ class Schemas:
         except KeyError:
             pass
         handler = "agent" if sender == "client" else "client"
-        found = self.methods.get((method, handler)) or self.methods.get((method, "protocol"))
+        found = (
+            self.methods.get((method, handler))
+            or self.methods.get((method, "protocol"))
+            or self.methods.get((method, "proxy"))  # a conductor and a proxy: either way
+        )
         if len(self._lookups) < 4096:  # method names come from peers: bounded
             self._lookups[key] = found
         return found
@@ -187,15 +193,25 @@ def _reason(where: list[str | int], message: str) -> str:
     return f"{path}: {message}"
 
 
-_CACHE: dict[tuple[int, bool], Schemas] = {}
+_CACHE: dict[tuple[int, bool | str], Schemas] = {}
 
 
-def load_schemas(version: int, unstable: bool = False) -> Schemas | None:
-    """The bundled schema of ``version`` (1 or 2), or None for a version we have none of."""
-    key = (version, unstable)
-    if key not in FILES:
+def _read(name: str) -> Any:
+    return json.loads(resources.files(__package__).joinpath(name).read_text("utf-8"))
+
+
+def load_schemas(version: int, unstable: bool = False, *, newer: bool = False) -> Schemas | None:
+    """The bundled schema of ``version`` (1 or 2), or None for a version we have none of.
+    With ``newer``: the stable schema with what newer spec pages define applied
+    (``newer.json``, :mod:`acp_proxy.check.schemas.overlay`)."""
+    if (version, unstable) not in FILES:
         return None
+    key: tuple[int, bool | str] = (version, "newer") if newer else (version, unstable)
     if key not in _CACHE:
-        text = resources.files(__package__).joinpath(FILES[key]).read_text("utf-8")
-        _CACHE[key] = Schemas(json.loads(text), FILES[key])
+        if newer:
+            patch = _read("newer.json").get(f"v{version}", {})
+            doc = apply_newer(_read(FILES[version, False]), _read(FILES[version, True]), patch)
+            _CACHE[key] = Schemas(doc, f"{FILES[version, False]} + newer.json")
+        else:
+            _CACHE[key] = Schemas(_read(FILES[version, unstable]), FILES[version, unstable])
     return _CACHE[key]
