@@ -17,7 +17,7 @@ an exception.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from acp_proxy.check import lifecycle, sessions, tools, turns
@@ -28,6 +28,7 @@ from acp_proxy.check.framing import Framing
 from acp_proxy.check.rpc import Rpc
 from acp_proxy.check.rules import RULES
 from acp_proxy.check.validate import SchemaCheck
+from acp_proxy.events.ending import Ending
 from acp_proxy.protocol.envelopes import is_initialize, unwrap
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.protocol.jsonrpc import Info, Kind
@@ -66,12 +67,17 @@ class Checker:
 
     # -- entry points ----------------------------------------------------------------------
 
-    def run(self, frames: Iterable[tuple[Frame, Sequence[str]]]) -> Checker:
+    def run(
+        self,
+        frames: Iterable[tuple[Frame, Sequence[str]]],
+        ending: Callable[[], Ending | None] | None = None,
+    ) -> Checker:
         """Check a whole capture (its frames with their flags, in order); the checker, with
-        every finding in :attr:`findings`."""
+        every finding in :attr:`findings`. ``ending``, asked once the frames are read: who
+        ended the capture (a request it cut short is no peer's fault)."""
         for frame, flags in frames:
             self.feed(frame, flags)
-        self.finish()
+        self.finish(ending() if ending is not None else None)
         return self
 
     def feed(self, frame: Frame, flags: Sequence[str] = ()) -> list[Finding]:
@@ -90,13 +96,14 @@ class Checker:
             self.ctx.add("capture.incomplete", "-", f"not checked: {type(e).__name__}")
         return self._emit()
 
-    def finish(self) -> list[Finding]:
-        """What the end of the capture shows: unanswered requests, unfinished turns."""
+    def finish(self, ending: Ending | None = None) -> list[Finding]:
+        """What the end of the capture shows: unanswered requests (``ending``: who ended
+        the capture), unfinished turns."""
         ctx = self.ctx
         ctx.out = []
         ctx.at(-1)
         self.framing.finish()
-        self.rpc.finish()
+        self.rpc.finish(ending)
         turns.finish(ctx)
         sessions.finish(ctx)
         self.framing.finish_incomplete()
@@ -199,6 +206,8 @@ class Checker:
             tools.answer(self.ctx, req, r, side)
 
 
-def check_frames(frames: Iterable[tuple[Frame, Sequence[str]]], **options: Any) -> list[Finding]:
-    """Every finding of one capture, in order."""
-    return Checker(**options).run(frames).findings
+def check_frames(
+    frames: Iterable[tuple[Frame, Sequence[str]]], ending: Ending | None = None, **options: Any
+) -> list[Finding]:
+    """Every finding of one capture, in order (``ending``: who ended it)."""
+    return Checker(**options).run(frames, lambda: ending).findings

@@ -22,6 +22,7 @@ from pathlib import Path
 from acp_proxy.check.core import Checker
 from acp_proxy.check.findings import Finding
 from acp_proxy.errors import ProxyError
+from acp_proxy.events.ending import Ending, capture_ending
 from acp_proxy.store.liveness import alive, identity
 from acp_proxy.store.reader import Store
 from acp_proxy.text.safe import visible
@@ -94,9 +95,20 @@ def follow(db: Path, proxy_pid: int) -> int:
         if gone_at is not None and time.monotonic() - gone_at > _AFTER_RELAY_S:
             break
         time.sleep(_POLL_S)
-    for finding in checker.finish():
+    for finding in checker.finish(_ending(store, capture_id)):
         _say(finding)
     return 0
+
+
+def _ending(store: Store | None, capture_id: int | None) -> Ending | None:
+    """Who ended the capture, as far as the database says by now."""
+    if store is None or capture_id is None:
+        return None
+    try:
+        c = store.capture(capture_id)
+        return capture_ending(c, store.events(capture_id))
+    except (ProxyError, sqlite3.Error):
+        return None
 
 
 def _exists(pid: int) -> bool:

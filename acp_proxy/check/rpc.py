@@ -14,6 +14,7 @@ from typing import Any
 
 from acp_proxy.check.context import SEC, Context, Request, receiver, sender
 from acp_proxy.check.validate import SchemaCheck
+from acp_proxy.events.ending import Ending
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.protocol.jsonrpc import Info, Kind
 from acp_proxy.protocol.pairing import Pairing
@@ -123,8 +124,16 @@ class Rpc:
         else:
             self.schema.error(err, side)
 
-    def finish(self) -> None:
-        """The requests never answered."""
+    def finish(self, ending: Ending | None = None) -> None:
+        """The requests never answered: the receiver's fault, unless the capture was ended
+        by the client or the proxy first (``ending``), which cut them short."""
+        cut = ending is not None and not ending.blames_agent
         for direction, _token, req in self._pairing.outstanding():
             self.ctx.at(req.seq)
-            self.ctx.add("rpc.unanswered", receiver(direction), f"{req.method} was never answered")
+            if cut:
+                assert ending is not None
+                self.ctx.add("rpc.cut-short", "capture",
+                             f"{req.method} not answered before {ending.why}")  # fmt: skip
+            else:
+                self.ctx.add("rpc.unanswered", receiver(direction),
+                             f"{req.method} was never answered")  # fmt: skip

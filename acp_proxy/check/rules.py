@@ -150,6 +150,13 @@ _LIST = [
         "a request never answered by the end of the capture",
         "overview",
     ),
+    _r(
+        "rpc.cut-short",
+        INFO,
+        "capture",
+        "a request left unanswered when the client or the proxy ended the capture",
+        "overview",
+    ),
     # -- schema ---------------------------------------------------------------------------
     _r(
         "schema.invalid",

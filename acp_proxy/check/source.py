@@ -9,18 +9,21 @@ stored ``anomalies``, so a frame the recorder could not keep whole is not blamed
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import orjson
 
 from acp_proxy.check.core import Checker
 from acp_proxy.check.findings import Finding
 from acp_proxy.errors import UsageError
+from acp_proxy.events.ending import Ending, capture_ending
 from acp_proxy.export.jsonl import read_jsonl
 from acp_proxy.protocol.frames import Frame
+from acp_proxy.store.liveness import capture_state
 from acp_proxy.store.reader import Store, StoredFrame
 
 __all__ = ["Capture", "by_seq", "check_stored", "checked", "from_jsonl", "from_store"]
@@ -30,10 +33,12 @@ Pair = tuple[Frame, tuple[str, ...]]
 
 @dataclass(slots=True)
 class Capture:
-    """One capture to check: a name for reports and its frames (read lazily)."""
+    """One capture to check: a name for reports, its frames (read lazily), and who ended
+    it (asked once the frames are read)."""
 
     name: str
     frames: Iterator[Pair]
+    ending: Callable[[], Ending | None] = lambda: None
 
 
 def from_store(store: Store, refs: list[str], every: bool) -> Iterator[Capture]:
@@ -42,7 +47,14 @@ def from_store(store: Store, refs: list[str], every: bool) -> Iterator[Capture]:
         yield Capture(
             f"capture {c['id']} ({c['uid'][:12]})",
             ((f.frame, f.anomalies) for f in store.frames(c["id"])),
+            functools.partial(_stored_ending, store, c),
         )
+
+
+def _stored_ending(store: Store, c: dict[str, Any]) -> Ending | None:
+    if capture_state(c) == "recording":
+        return None  # not ended: what is open may still be answered
+    return capture_ending(c, store.events(c["id"]))
 
 
 def from_jsonl(path: Path) -> Iterator[Capture]:
@@ -54,13 +66,24 @@ def from_jsonl(path: Path) -> Iterator[Capture]:
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}") from e
     with handle:
-        groups = _Groups(_lines(handle, path))
+        seen: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+        groups = _Groups(_lines(handle, path, seen))
         while groups.head is not None:
             uid = groups.head[0]
             frames = groups.take(uid)
-            yield Capture(f"{path.name} capture {uid[:12]}", frames)
+            yield Capture(f"{path.name} capture {uid[:12]}", frames,
+                          functools.partial(_exported_ending, seen, uid))  # fmt: skip
             for _ in frames:  # whatever the caller left unread
                 pass
+
+
+def _exported_ending(
+    seen: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]], uid: str
+) -> Ending | None:
+    """Who ended a capture of an export, from its metadata and events (read by then: they
+    follow its frames)."""
+    row, events = seen.get(uid, ({}, []))
+    return capture_ending(row, events) if row else None
 
 
 class _Groups:
@@ -81,10 +104,21 @@ _PLAIN_HEAD = b'{"capture":"'
 _NO_FLAGS = b'"anomalies":[]'
 
 
-def _lines(handle: IO[bytes], path: Path) -> Iterator[tuple[str, Pair]]:
+def _lines(
+    handle: IO[bytes],
+    path: Path,
+    seen: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] | None = None,
+) -> Iterator[tuple[str, Pair]]:
+    """The frames of an export, with their capture's uid; its metadata and events go into
+    ``seen`` (by uid) as they are read."""
+    current: list[dict[str, Any]] = []
     for n, line in enumerate(handle, 1):
-        if not line.strip() or line.lstrip().startswith(b'{"record"'):
-            continue  # blank, or the capture's metadata, stderr or events: not frames
+        if not line.strip():
+            continue
+        if line.lstrip().startswith(b'{"record"'):  # metadata, stderr or events: not frames
+            if seen is not None:
+                current = _note(line, seen, current)
+            continue
         try:
             frame = next(read_jsonl([line]))
             end = line.find(b'"', len(_PLAIN_HEAD))
@@ -104,16 +138,48 @@ def _lines(handle: IO[bytes], path: Path) -> Iterator[tuple[str, Pair]]:
         yield uid, (frame, kept)
 
 
-def check_stored(frames: Iterable[StoredFrame], keep_per_rule: int | None = None) -> list[Finding]:
+def _note(
+    line: bytes,
+    seen: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]],
+    current: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """Keep a capture's metadata line (its events list starts) or an event of it."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return current
+    if not isinstance(obj, dict):
+        return current
+    if obj.get("record") == "capture" and isinstance(obj.get("uid"), str):
+        events: list[dict[str, Any]] = []
+        seen[obj["uid"]] = (obj, events)
+        return events
+    if obj.get("record") == "event":
+        current.append(obj)
+    return current
+
+
+def check_stored(
+    frames: Iterable[StoredFrame],
+    keep_per_rule: int | None = None,
+    ending: Ending | None = None,
+) -> list[Finding]:
     """The findings of one capture's stored frames (what ``show --check`` and the HTML
     report mark); with ``keep_per_rule``, the first that many of each rule (a capture that
     breaks one rule in every frame must not hold a finding per frame)."""
-    return checked(frames, keep_per_rule).findings
+    return checked(frames, keep_per_rule, ending).findings
 
 
-def checked(frames: Iterable[StoredFrame], keep_per_rule: int | None = None) -> Checker:
-    """The checker after the whole capture: its findings, and ``counts`` by rule."""
-    return Checker(keep_per_rule=keep_per_rule).run((f.frame, f.anomalies) for f in frames)
+def checked(
+    frames: Iterable[StoredFrame],
+    keep_per_rule: int | None = None,
+    ending: Ending | None = None,
+) -> Checker:
+    """The checker after the whole capture (``ending``: who ended it): its findings, and
+    ``counts`` by rule."""
+    return Checker(keep_per_rule=keep_per_rule).run(
+        ((f.frame, f.anomalies) for f in frames), lambda: ending
+    )
 
 
 def by_seq(findings: Iterable[Finding]) -> dict[int, list[Finding]]:

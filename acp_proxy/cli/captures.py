@@ -44,7 +44,9 @@ def captures(db: Path | None, as_json: bool, limit: int | None, no_pager: bool) 
     from acp_proxy.text.captures import capture_row
 
     store = open_store(db)
-    rows = [capture_row(c) for c in store.captures(limit)]
+    listed = store.captures(limit)
+    ends = store.ending_events([c["id"] for c in listed] if limit is not None else None)
+    rows = [capture_row(c, ends.get(c["id"], [])) for c in listed]
     if as_json:
         dump_json(rows)
         return

@@ -194,7 +194,7 @@ def _check(
 
     results: list[Result] = []
     for cap in sources():
-        checker = Checker(**options).run(cap.frames)
+        checker = Checker(**options).run(cap.frames, cap.ending)
         found = [f for f in checker.findings if side is None or f.side == side]
         results.append(Result(cap.name, checker.version, checker.frames, found))
     return results

@@ -37,7 +37,7 @@ def demo(db: Path | None, keep_going: bool) -> None:
     from acp_proxy.text.timeline import frame_line
 
     c = store.capture(capture_id)
-    for line in capture_header(c):
+    for line in capture_header(c, store.events(c["id"])):
         echo(line)
     for f in store.frames(c["id"]):
         echo(frame_line(f))

@@ -188,11 +188,7 @@ def show(
     first_t = None if since is None else _since(since, c["started_at"])
     keep = FrameFilter(**filters)
     match = Grep(grep) if grep is not None else None
-    marks: dict[int, list[Any]] = {}
-    if with_check:  # the findings of acp-proxy check, by the frame they are about
-        from acp_proxy.check.source import by_seq, check_stored
-
-        marks = by_seq(check_stored(store.frames(c["id"])))
+    marks = _check_marks(store, c, ended) if with_check else {}
     after = -1 if from_seq is None else from_seq - 1
     frames = (
         f
@@ -287,7 +283,7 @@ def _print_timeline(
 
     started = c["started_at"] if wall else None
     width = seq_width(max(c.get("message_count") or 0, 1) - 1)
-    for line in capture_header(c):
+    for line in capture_header(c, store.events(c["id"])):
         echo(line)
     for _t, rank, item in items:
         if rank == 1:
@@ -305,6 +301,15 @@ def _print_timeline(
         _print_unanswered(store, c)
 
 
+def _check_marks(store: Any, c: dict[str, Any], ended: bool) -> dict[int, list[Any]]:
+    """The findings of ``acp-proxy check``, by the frame they are about."""
+    from acp_proxy.check.source import by_seq, check_stored
+    from acp_proxy.events.ending import capture_ending
+
+    ending = capture_ending(c, store.events(c["id"])) if ended else None
+    return by_seq(check_stored(store.frames(c["id"]), ending=ending))
+
+
 def _print_unanswered(store: Any, c: dict[str, Any]) -> None:
     from acp_proxy.text.captures import cut_short
 
@@ -316,7 +321,7 @@ def _print_unanswered(store: Any, c: dict[str, Any]) -> None:
             Styled.of(
                 (
                     f"  {len(open_requests)} request(s) never answered "
-                    f"({cut_short(c)} first): {shown}{more}",
+                    f"({cut_short(c, store.events(c['id']))} first): {shown}{more}",
                     "anomaly",
                 )
             )

@@ -263,7 +263,8 @@ class _Announcer:
     def _say(self, c: dict[str, Any], what: str) -> None:
         from acp_proxy.text.captures import capture_row, cut_short
 
-        row = capture_row(c)
+        ends = self.store.ending_events([c["id"]]).get(c["id"], [])
+        row = capture_row(c, ends)
         crashed = bool(c.get("exit_signal")) or c.get("exit_code") not in (None, 0)
         unanswered = self.store.unanswered(c["id"]) if what == "ended" else []
         if self.as_json:
@@ -293,5 +294,5 @@ class _Announcer:
             text += " (crashed)"
         if unanswered:
             where = ", ".join(f"#{s} {m}" for s, m in unanswered[:5])
-            text += f"; {cut_short(c)} with {len(unanswered)} request(s) unanswered: {where}"
+            text += f"; {cut_short(c, ends)} with {len(unanswered)} request(s) unanswered: {where}"
         echo(Styled.of((text, "error" if crashed or unanswered else "event")))

@@ -121,7 +121,7 @@ class Ending:
         store = open_store(db)
         c = store.capture(capture)
         if at is None and capture_state(c) != "recording":
-            self.reason = cut_short(c)
+            self.reason = cut_short(c, store.events(c["id"]))
         self.stderr = list(store.stderr(c["id"]))
 
 

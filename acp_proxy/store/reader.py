@@ -365,6 +365,26 @@ class Store:
             )
         )
 
+    def ending_events(
+        self, capture_ids: list[int] | None = None
+    ) -> dict[int, list[dict[str, Any]]]:
+        """The events that say who ended each capture (``signal``, ``terminate``), by capture
+        (every capture's when ``capture_ids`` is None): one query for a whole listing."""
+        sql = (
+            "SELECT capture_id, t_ns, kind, detail FROM events "
+            "WHERE kind IN ('signal', 'terminate')"
+        )
+        args: list[Any] = []
+        if capture_ids is not None:
+            if not capture_ids:
+                return {}
+            sql += f" AND capture_id IN ({','.join('?' * len(capture_ids))})"
+            args = list(capture_ids)
+        out: dict[int, list[dict[str, Any]]] = {}
+        for cid, t_ns, kind, detail in self.conn.execute(sql + " ORDER BY id", args):
+            out.setdefault(int(cid), []).append({"t_ns": t_ns, "kind": kind, "detail": detail})
+        return out
+
     def stream_bytes(self, capture_id: int, direction: Direction) -> bytes:
         """The exact bytes of one direction, frames joined with their terminators."""
         out = bytearray()

@@ -7,10 +7,12 @@ unanswered). Frames are summarised in :mod:`acp_proxy.text.summary`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
+from acp_proxy.events.ending import capture_ending
 from acp_proxy.store.liveness import capture_state
 
 __all__ = ["capture_header", "capture_row", "cut_short"]
@@ -45,18 +47,18 @@ def _command(c: dict[str, Any]) -> str:
     return c.get("upstream_url") or ""
 
 
-def _status(c: dict[str, Any]) -> str:
+def _status(c: dict[str, Any], events: Iterable[dict[str, Any]] = ()) -> str:
+    """Who ended the capture and how (:mod:`acp_proxy.events.ending`), or that it is still
+    being recorded; ``finishing`` while its recorder catches up, ``incomplete`` when
+    something was lost."""
     state = capture_state(c)
-    if c.get("exit_signal"):
-        status = f"signal {c['exit_signal']}"
-    elif c.get("exit_code") is not None:
-        status = f"exit {c['exit_code']}"
-    elif state == "recording":
+    if state == "recording":
         return "running"
-    elif state == "killed" or c.get("end_reason") == "proxy_gone":
-        status = "killed"
-    elif c.get("end_reason") not in (None, "closed", "not_recorded"):
-        status = str(c["end_reason"])  # a connection never relayed: refused 401, ...
+    ending = capture_ending(c, events)
+    if ending is not None:
+        status = ending.status
+    elif state == "killed":
+        status = "proxy killed"
     else:
         status = "closed"
     if state == "finishing":
@@ -66,8 +68,9 @@ def _status(c: dict[str, Any]) -> str:
     return status
 
 
-def capture_row(c: dict[str, Any]) -> dict[str, Any]:
-    """A capture as the listing shows it (also its ``--json`` form)."""
+def capture_row(c: dict[str, Any], events: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
+    """A capture as the listing shows it (also its ``--json`` form); ``events``: its
+    ``signal`` and ``terminate`` events at least (who ended it)."""
     return {
         "id": c["id"],
         "uid": c["uid"],
@@ -79,35 +82,34 @@ def capture_row(c: dict[str, Any]) -> dict[str, Any]:
         "agent": _name(c.get("agent_info")),
         "protocol_version": c.get("protocol_version"),
         "messages": c.get("message_count", 0),
-        "status": _status(c),
+        "status": _status(c, events),
         "exit_code": c.get("exit_code"),
         "exit_signal": c.get("exit_signal"),
         "label": c.get("label"),
     }
 
 
-def cut_short(c: dict[str, Any]) -> str:
-    """Why a capture's open requests were never answered: "agent exited 3", "agent
-    killed by signal 9", "the capture was killed" or "the connection closed"."""
-    if c.get("exit_signal"):
-        return f"agent killed by signal {c['exit_signal']}"
-    if c.get("exit_code") is not None:
-        return f"agent exited {c['exit_code']}"
+def cut_short(c: dict[str, Any], events: Iterable[dict[str, Any]] = ()) -> str:
+    """Why a capture's open requests were never answered: "the agent exited 3", "the
+    client ended it (SIGTERM)", "the proxy was killed"…"""
+    ending = capture_ending(c, events)
+    if ending is not None:
+        return ending.why
     state = capture_state(c)
-    if state == "killed" or c.get("end_reason") == "proxy_gone":
+    if state == "killed":
         return "the proxy was killed"
     if state == "recording":
         return "still recording"
     return "the connection closed"
 
 
-def capture_header(c: dict[str, Any]) -> list[str]:
+def capture_header(c: dict[str, Any], events: Iterable[dict[str, Any]] = ()) -> list[str]:
     started = c["started_at"].replace("T", " ").rstrip("Z")
     lines = [
         f"capture {c['id'] if c.get('id') is not None else c.get('source')}  "
         f"{c['transport']}  {_command(c)}",
         f"  started {started} UTC, {_duration(c)}, {c.get('message_count', 0)} frames, "
-        f"{_status(c)}" + (f", label {c['label']!r}" if c.get("label") else ""),
+        f"{_status(c, events)}" + (f", label {c['label']!r}" if c.get("label") else ""),
     ]
     client, agent = _name(c.get("client_info")), _name(c.get("agent_info"))
     if client or agent or c.get("protocol_version"):

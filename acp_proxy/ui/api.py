@@ -73,9 +73,12 @@ def _ms(t_ns: int | None) -> float | None:
     return None if t_ns is None else round(t_ns / 1e6, 3)
 
 
-def capture_row_live(c: dict[str, Any]) -> dict[str, Any]:
-    """A capture as the list shows it, with whether it is being recorded now."""
-    row = capture_row(c)
+def capture_row_live(
+    c: dict[str, Any], events: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """A capture as the list shows it, with whether it is being recorded now (``events``:
+    those that say who ended it)."""
+    row = capture_row(c, events or ())
     state = capture_state(c)
     row.update(
         state=state,
@@ -93,14 +96,15 @@ def capture_row_live(c: dict[str, Any]) -> dict[str, Any]:
 
 def captures_json(store: Store) -> list[dict[str, Any]]:
     """Every capture, newest first, with whether it is being recorded."""
-    return [capture_row_live(c) for c in reversed(store.captures())]
+    ends = store.ending_events()
+    return [capture_row_live(c, ends.get(c["id"])) for c in reversed(store.captures())]
 
 
 def capture_json(store: Store, ref: str) -> dict[str, Any]:
     """A capture's header: what the list shows, and its last seq (an index look-up: a
     capture page opens in the same time whatever its size)."""
     c = store.capture(ref)
-    row = capture_row_live(c)
+    row = capture_row_live(c, store.ending_events([c["id"]]).get(c["id"]))
     last = store.conn.execute(
         "SELECT MAX(seq) FROM messages WHERE capture_id = ?", [c["id"]]
     ).fetchone()[0]

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.events.ending import Ending
 from acp_proxy.protocol.frames import Direction, Frame, Opcode
 
 C, A = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
@@ -369,6 +370,18 @@ CASES = [
         {("rpc.duplicate-request-id", "client")},
     ),
     Case("unanswered", [*P1, (C, req(5, "_x/q", {}))], {("rpc.unanswered", "agent")}),
+    Case(
+        "unanswered: the agent exited first",
+        [*P1, (C, req(5, "_x/q", {}))],
+        {("rpc.unanswered", "agent")},
+        {"ending": Ending("agent", "exit 3", "agent exited 3")},
+    ),
+    Case(
+        "unanswered: the client ended the capture first",
+        [*P1, (C, req(5, "_x/q", {}))],
+        {("rpc.cut-short", "capture")},
+        {"ending": Ending("client", "ended by client: SIGTERM", "the client ended it")},
+    ),
     # -- schema
     Case(
         "schema: chunk without content",

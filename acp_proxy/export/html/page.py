@@ -47,19 +47,22 @@ def write_capture_html(
     """The page of a capture in the database, read from it as :func:`write_html` needs:
     what ``export --format html`` writes and the inspector's export button serves."""
     from acp_proxy.check.source import checked
+    from acp_proxy.events.ending import capture_ending
     from acp_proxy.store.liveness import capture_state
     from acp_proxy.text.captures import cut_short
 
     cid = capture["id"]
     ended = capture_state(capture) != "recording"
-    checker = checked(store.frames(cid), keep_per_rule=MARKED_PER_RULE)
+    events = store.events(cid)
+    ending = capture_ending(capture, events) if ended else None
+    checker = checked(store.frames(cid), keep_per_rule=MARKED_PER_RULE, ending=ending)
     return write_html(
         out,
         capture,
         lambda: store.frames(cid, ended=ended),
         stderr=lambda: store.stderr(cid),
-        events=store.events(cid),
-        cut_short=cut_short(capture) if ended else None,
+        events=events,
+        cut_short=cut_short(capture, events) if ended else None,
         from_seq=from_seq,
         max_frames=max_frames,
         progress=progress,
@@ -87,7 +90,7 @@ def write_html(
     Returns the number of frames laid out in the table."""
     r: Reconstruction = reconstruct(f.frame for f in _ticking(frames(), progress))
     found = list(findings or ())
-    c = capture_row(capture)
+    c = capture_row(capture, events)
     last = r.last_seq if r.last_seq is not None else -1
     shown = range(from_seq, min(last + 1, from_seq + max_frames))
     name = c["id"] if c["id"] is not None else capture.get("source")
