@@ -10,17 +10,8 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import (
-    CONTEXT,
-    db_option,
-    dump_json,
-    echo,
-    handle_errors,
-    json_option,
-    open_store,
-    output_options,
-    paged,
-)
+from acp_proxy.cli.common import CONTEXT, dump_json, echo, handle_errors, open_store, paged
+from acp_proxy.cli.options import db_option, json_option, output_options
 from acp_proxy.text.style import Styled
 
 __all__ = ["captures"]
@@ -63,7 +54,7 @@ def captures(db: Path | None, as_json: bool, limit: int | None, no_pager: bool) 
         echo(Styled.of((head, "bold")))
         for r in rows:
             dur = "running" if r["duration_s"] is None else f"{r['duration_s']:.2f}s"
-            peers = f"{r['client'] or '?'} ⇄ {r['agent'] or '?'}"
+            peers = r["peers"]
             proto = f"v{r['protocol_version']}" if r["protocol_version"] is not None else "-"
             bad = r["status"] != "running" and not r["status"].startswith(("exit 0", "closed"))
             echo(

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from acp_proxy import __version__
-from acp_proxy.cli.common import CONTEXT, db_option, echo, handle_errors, open_store
+from acp_proxy.cli.common import CONTEXT, echo, handle_errors, open_store, paged
+from acp_proxy.cli.options import db_option, output_options
 from acp_proxy.errors import UsageError
 from acp_proxy.text.safe import json_visible
 
@@ -120,6 +121,7 @@ def _list_rules(as_json: bool) -> None:
 )
 @click.option("--rules", "list_rules", is_flag=True, help="List every rule and exit.")
 @click.option("--json", "as_json", is_flag=True, help="With --rules: the rules as JSON.")
+@output_options
 @handle_errors
 def check(
     db: Path | None,
@@ -135,6 +137,7 @@ def check(
     slow_cancel: float,
     list_rules: bool,
     as_json: bool,
+    no_pager: bool,
 ) -> None:
     """Check recorded traffic against ACP: framing, JSON-RPC, the JSON Schema of the
     negotiated version, and the protocol's behaviour rules, for both sides.
@@ -166,7 +169,8 @@ def check(
     if every and captures:
         raise UsageError("--all checks every capture; give no CAPTURE with it")
     results = _check(db, captures, every, side, options)
-    _report(results, fmt, output)
+    with paged(not no_pager and fmt == "text" and output is None):
+        _report(results, fmt, output)
     if any(f.severity == "error" for r in results for f in r.findings):
         raise SystemExit(1)
 

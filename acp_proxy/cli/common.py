@@ -25,22 +25,20 @@ from acp_proxy.text.style import Styled, paint
 
 __all__ = [
     "CONTEXT",
+    "GROUP_DB_KEY",
     "CaptureCommand",
     "DashDashCommand",
     "Progress",
     "after_dash_dash",
-    "db_option",
     "db_path",
     "dump_json",
     "echo",
     "expand_path",
     "fail",
-    "filter_options",
     "handle_errors",
-    "json_option",
     "open_store",
-    "output_options",
     "paged",
+    "set_colour",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -131,36 +129,17 @@ def colour_on() -> bool:
     return _OUT.colour
 
 
+def set_colour(choice: str) -> None:
+    """``--color auto|always|never``: whether what :func:`echo` prints is coloured."""
+    _OUT.colour = _wants_colour(choice)
+
+
 def _wants_colour(choice: str) -> bool:
     if choice == "always":
         return True
     if choice == "never" or os.environ.get("NO_COLOR"):
         return False
     return sys.stdout.isatty() and os.environ.get("TERM") != "dumb"
-
-
-def output_options(fn: F) -> F:
-    """--color and --no-pager, for the commands that print text for a person."""
-
-    def set_colour(ctx: click.Context, param: click.Parameter, value: str) -> str:
-        _OUT.colour = _wants_colour(value)
-        return value
-
-    fn = click.option(
-        "--no-pager", "no_pager", is_flag=True, help="Never page (see $ACP_PROXY_PAGER)."
-    )(fn)
-    return click.option(
-        "--color",
-        "color",
-        type=click.Choice(["auto", "always", "never"]),
-        default="auto",
-        show_default=True,
-        callback=set_colour,
-        expose_value=False,
-        is_eager=True,
-        help="Colour directions, errors, anomalies and denials; auto: when stdout is a "
-        "terminal and $NO_COLOR is unset.",
-    )(fn)
 
 
 @contextlib.contextmanager
@@ -260,54 +239,7 @@ def after_dash_dash() -> list[str] | None:
     return None if words is None else list(words)
 
 
-def db_option(fn: F) -> F:
-    return click.option(
-        "--db",
-        "db",
-        type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
-        help="Recordings database (default: $ACP_PROXY_DB, else "
-        "$XDG_STATE_HOME/acp-proxy/recordings.sqlite).",
-    )(fn)
-
-
-def json_option(fn: F) -> F:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts.")(fn)
-
-
-def filter_options(fn: F) -> F:
-    """--method/--kind/--session/--direction/--update, shared by the frame listings."""
-    for opt in reversed(
-        [
-            click.option(
-                "--method", "method", metavar="GLOB", help="Only methods matching, e.g. 'fs/*'."
-            ),
-            click.option(
-                "--kind",
-                "kind",
-                type=click.Choice(
-                    ["request", "notification", "response", "error", "batch", "invalid"]
-                ),
-                help="Only frames of this kind.",
-            ),
-            click.option("--session", "session", metavar="ID", help="Only this ACP session."),
-            click.option(
-                "--direction",
-                "direction",
-                type=click.Choice(["c2a", "a2c"]),
-                help="c2a: client→agent; a2c: agent→client.",
-            ),
-            click.option(
-                "--update",
-                "update",
-                metavar="GLOB",
-                help="Only session/update kinds matching, e.g. 'tool_call*'.",
-            ),
-            click.option("--anomalous", is_flag=True, help="Only frames with anomalies."),
-        ]
-    ):
-        fn = opt(fn)
-    return fn
+GROUP_DB_KEY = "acp_proxy.db"  # where a group's --db is kept (cli/options.py)
 
 
 def expand_path(path: Path) -> Path:
@@ -323,6 +255,9 @@ def db_path(db: Path | None, *, relaying: bool = False, reading: bool = True) ->
     except when ``relaying``: a relay forwards all the same and warns that nothing is
     recorded (the editor's agent must keep working). A command that reads it is told of
     traffic lying beside it that nothing has brought in yet (:func:`note_pending`)."""
+    if db is None:  # a group's --db (acp-proxy replay --db X client …)
+        ctx = click.get_current_context(silent=True)
+        db = ctx.meta.get(GROUP_DB_KEY) if ctx is not None else None
     path = expand_path(db) if db is not None else default_db_path()
     for parent in [] if relaying else path.parents:
         if parent.exists():

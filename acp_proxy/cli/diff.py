@@ -13,7 +13,8 @@ from typing import Any
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, dump_json, echo, handle_errors, json_option
+from acp_proxy.cli.common import CONTEXT, dump_json, echo, handle_errors, paged
+from acp_proxy.cli.options import db_option, json_option, output_options
 
 __all__ = ["diff"]
 
@@ -53,9 +54,16 @@ def _sessions_and_cwds(messages: list[Any]) -> tuple[list[str], list[str]]:
     "params.update.content.text, * for any key or index); repeatable.",
 )
 @click.option("--timing", is_flag=True, help="Also show latencies and time to first output.")
+@output_options
 @handle_errors
 def diff(
-    db: Path | None, as_json: bool, a: str, b: str, ignore: tuple[str, ...], timing: bool
+    db: Path | None,
+    as_json: bool,
+    a: str,
+    b: str,
+    ignore: tuple[str, ...],
+    timing: bool,
+    no_pager: bool,
 ) -> None:
     """Compare two sessions turn by turn: prompts, answers (word diff), tool calls, permission
     requests, terminals, files written, stop reasons, errors and initialize. A and B are
@@ -101,10 +109,11 @@ def diff(
         dump_json(out)
     else:
         turns = max(len(ra.turns), len(rb.turns))
-        echo(f"compared {turns} turn(s) of {a} (A) and {b} (B)")
-        for line in diff_lines(found, a, b):
-            echo(line)
-        for line in timing_lines(times):
-            echo(line)
+        with paged(not no_pager):
+            echo(f"compared {turns} turn(s) of {a} (A) and {b} (B)")
+            for line in diff_lines(found, a, b):
+                echo(line)
+            for line in timing_lines(times):
+                echo(line)
     if found:
         raise SystemExit(1)

@@ -18,13 +18,13 @@ from acp_proxy.cli.common import (
     CONTEXT,
     CaptureCommand,
     Progress,
-    db_option,
     db_path,
     echo,
     expand_path,
     handle_errors,
     open_store,
 )
+from acp_proxy.cli.options import db_option
 from acp_proxy.errors import UsageError
 from acp_proxy.export.redact import CLASSES, Redactor, parse_rules
 from acp_proxy.store.private import open_private

@@ -9,13 +9,9 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import (
-    CONTEXT,
-    db_option,
-    db_path,
-    handle_errors,
-)
+from acp_proxy.cli.common import CONTEXT, db_path, handle_errors
 from acp_proxy.cli.listening import allow_origin_option, listener_options, token_option
+from acp_proxy.cli.options import db_option
 from acp_proxy.cli.ws import listener_settings, parse_listen_option, serve_until_signal
 from acp_proxy.errors import UsageError
 from acp_proxy.record.link import RecorderLink

@@ -6,15 +6,8 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import (
-    CONTEXT,
-    db_option,
-    db_path,
-    dump_json,
-    echo,
-    handle_errors,
-    json_option,
-)
+from acp_proxy.cli.common import CONTEXT, db_path, dump_json, echo, handle_errors
+from acp_proxy.cli.options import db_option, json_option
 
 __all__ = ["import_exports"]
 

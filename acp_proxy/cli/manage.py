@@ -12,7 +12,8 @@ from typing import Any
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, handle_errors
+from acp_proxy.cli.common import CONTEXT, db_path, echo, handle_errors
+from acp_proxy.cli.options import db_option
 from acp_proxy.errors import UsageError
 
 __all__ = ["prune", "rm"]

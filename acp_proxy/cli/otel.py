@@ -15,7 +15,8 @@ import click
 import orjson
 
 from acp_proxy import __version__
-from acp_proxy.cli.common import CONTEXT, db_option, echo, fail, handle_errors, open_store
+from acp_proxy.cli.common import CONTEXT, echo, fail, handle_errors, open_store
+from acp_proxy.cli.options import db_option, group_db_option
 from acp_proxy.errors import UsageError
 from acp_proxy.otel.fold import CaptureInfo
 from acp_proxy.otel.source import Traced, trace_capture
@@ -119,6 +120,7 @@ def traced_captures(
 
 
 @click.group(context_settings=CONTEXT)
+@group_db_option
 def otel() -> None:
     """OpenTelemetry: captures as traces (docs/otel.md).
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, fail
+from acp_proxy.cli.common import CONTEXT, db_path, echo, fail
+from acp_proxy.cli.options import db_option
 from acp_proxy.cli.otel import live_recorder_env, otel_options
 from acp_proxy.errors import AgentSpawnError
 

@@ -16,14 +16,13 @@ from acp_proxy.cli.common import (
     CONTEXT,
     DashDashCommand,
     after_dash_dash,
-    db_option,
     db_path,
     dump_json,
     echo,
     expand_path,
     handle_errors,
-    json_option,
 )
+from acp_proxy.cli.options import db_option, group_db_option, json_option
 from acp_proxy.errors import UsageError
 
 __all__ = ["replay"]
@@ -32,6 +31,7 @@ _MATCH = click.Choice(["strict", "lenient"])
 
 
 @click.group(context_settings=CONTEXT)
+@group_db_option
 def replay() -> None:
     """Replay a capture: stand in for the agent, or for the client.
 

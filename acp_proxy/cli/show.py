@@ -9,26 +9,27 @@ document. The lines themselves are made in :mod:`acp_proxy.text.timeline`; the o
 from __future__ import annotations
 
 import heapq
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
 from acp_proxy.cli.common import (
     CONTEXT,
     CaptureCommand,
-    db_option,
     db_path,
     echo,
-    filter_options,
     handle_errors,
-    json_option,
     open_store,
-    output_options,
     paged,
+)
+from acp_proxy.cli.options import (
+    db_option,
+    filter_options,
+    grep_options,
+    json_option,
+    output_options,
 )
 from acp_proxy.errors import UsageError
 from acp_proxy.store.reader import Store, StoredFrame
@@ -115,9 +116,21 @@ def _timeline(
     show_default=True,
     help="What to show: the frames, or what the user saw (turns, tool calls, permissions…).",
 )
-@click.option("--at", "at", type=int, default=None, metavar="SEQ", help="Stop after frame SEQ.")
 @click.option(
-    "--from", "from_seq", type=int, default=None, metavar="SEQ", help="Start at frame SEQ."
+    "--at",
+    "at",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="SEQ",
+    help="Stop after frame SEQ.",
+)
+@click.option(
+    "--from",
+    "from_seq",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="SEQ",
+    help="Start at frame SEQ.",
 )
 @click.option(
     "--since",
@@ -125,13 +138,7 @@ def _timeline(
     help="Start at TIME: an offset into the capture (1.5s, 250ms, 2m) or a wall-clock time "
     "(14:03:07, local).",
 )
-@click.option(
-    "--grep",
-    "grep",
-    metavar="PATTERN",
-    help="Only frames (and stderr lines) whose text matches this regular expression; "
-    "case-insensitive unless it has a capital letter.",
-)
+@grep_options
 @click.option(
     "--check",
     "with_check",
@@ -152,6 +159,7 @@ def show(
     from_seq: int | None,
     since: str | None,
     grep: str | None,
+    ignore_case: bool,
     no_pager: bool,
     with_check: bool,
     **filters: Any,
@@ -179,15 +187,11 @@ def show(
         frames_only |= {"from": from_seq is not None, "since": since is not None}
         _show_view(db, capture, view, at, as_json, no_pager, filters, frames_only)
         return
-    if at is not None and at < 0:
-        raise UsageError("--at takes a frame number (seq) of zero or more")
-    if from_seq is not None and from_seq < 0:
-        raise UsageError("--from takes a frame number (seq) of zero or more")
     store, c = _open(db, capture)
     ended = capture_state(c) != "recording"
     first_t = None if since is None else _since(since, c["started_at"])
     keep = FrameFilter(**filters)
-    match = Grep(grep) if grep is not None else None
+    match = Grep(grep, ignore_case) if grep is not None else None
     marks = _check_marks(store, c, ended) if with_check else {}
     after = -1 if from_seq is None else from_seq - 1
     frames = (
@@ -205,7 +209,9 @@ def show(
         )
 
     if as_json:
-        _show_json(
+        from acp_proxy.cli.show_json import show_json
+
+        show_json(
             c,
             merged(frames, False, False),
             merged(iter(()), False, show_stderr),
@@ -216,7 +222,11 @@ def show(
         return
     items = merged(frames, True, show_stderr)  # events stay with any filter
     with paged(not no_pager):
-        _print_timeline(store, c, items, match, marks, wall=wall, to_end=ended and at is None)
+        shown = _print_timeline(store, c, items, match, marks, wall=wall,
+                                to_end=ended and at is None)  # fmt: skip
+    if shown == 0 and (filtering or match is not None):
+        echo("acp-proxy: no frame matches (the events and stderr shown are not filtered)"
+             if match is None else "acp-proxy: no frame matches", err=True)  # fmt: skip
 
 
 def _bounds(
@@ -275,9 +285,10 @@ def _print_timeline(
     *,
     wall: bool,
     to_end: bool,
-) -> None:
+) -> int:
     """The timeline as text: the header, then each item at its time; when it was read
-    ``to_end`` of an ended capture, the requests never answered."""
+    ``to_end`` of an ended capture, the requests never answered. How many frames it
+    showed."""
     from acp_proxy.text.captures import capture_header
     from acp_proxy.text.timeline import event_parts, frame_parts, seq_width, stderr_parts
 
@@ -285,13 +296,15 @@ def _print_timeline(
     width = seq_width(max(c.get("message_count") or 0, 1) - 1)
     for line in capture_header(c, store.events(c["id"])):
         echo(line)
+    shown = 0
     for _t, rank, item in items:
         if rank == 1:
+            shown += 1
             echo(frame_parts(item, started, width))
             for x in marks.get(item.seq, []):
                 echo(f"{'':>12} ⚠ {x.severity} {x.rule} [{x.side}] {x.message}")
         elif rank == 0:
-            if match is None or match.text(f"{item['kind']} {item.get('detail') or ''}"):
+            if match is None or match.text(_event_text(item)):
                 echo(event_parts(item, width, started))
         else:
             for said in stderr_parts(_t, item, width, started):
@@ -299,6 +312,15 @@ def _print_timeline(
                     echo(said)
     if to_end:
         _print_unanswered(store, c)
+    return shown
+
+
+def _event_text(ev: dict[str, Any]) -> str:
+    """What --grep searches in an event: its kind, its readable line and its detail."""
+    from acp_proxy.events import describe
+    from acp_proxy.text.timeline import event_detail
+
+    return f"{ev['kind']} {describe(str(ev['kind']), event_detail(ev))} {ev.get('detail') or ''}"
 
 
 def _check_marks(store: Any, c: dict[str, Any], ended: bool) -> dict[int, list[Any]]:
@@ -326,61 +348,3 @@ def _print_unanswered(store: Any, c: dict[str, Any]) -> None:
                 )
             )
         )
-
-
-def _show_json(
-    c: dict[str, Any],
-    frames: Iterator[tuple[int, int, Any]],
-    stderr: Iterator[tuple[int, int, Any]],
-    events: Iterator[tuple[int, int, Any]],
-    match: Any,
-    marks: dict[int, list[Any]] | None = None,
-) -> None:
-    """``show --json``: one JSON document, written as it is read from cursors (nothing of
-    the capture is held in memory): the capture, its frames, stderr and events."""
-    from acp_proxy.export.jsonl import frame_object, stderr_object
-    from acp_proxy.text.safe import json_visible_bytes
-
-    out = sys.stdout.buffer
-
-    def dumps(v: Any) -> bytes:
-        return json_visible_bytes(orjson.dumps(v, default=str))
-
-    def array(name: str, items: Iterator[bytes], last: bool = False) -> None:
-        out.write(f' "{name}": ['.encode())
-        sep = b"\n  "
-        for item in items:
-            out.write(sep + item)
-            sep = b",\n  "
-        out.write(b"\n ]\n}\n" if last else b"\n ],\n")
-
-    out.write(b'{"capture": ' + dumps(c) + b",\n")
-
-    def frame(f: StoredFrame) -> dict[str, Any]:
-        obj = frame_object(f, c["uid"])
-        if marks is not None:  # show --check: what acp-proxy check found in this frame
-            obj["findings"] = [
-                {"rule": x.rule, "severity": x.severity, "side": x.side, "message": x.message}
-                for x in marks.get(f.seq, [])
-            ]
-        return obj
-
-    array("frames", (dumps(frame(f)) for _t, _r, f in frames))
-    array(
-        "stderr",
-        (
-            dumps(stderr_object(t, data))
-            for t, _r, data in stderr
-            if match is None or match.text(data.decode("utf-8", "replace"))
-        ),
-    )
-    array(
-        "events",
-        (
-            dumps(ev)
-            for _t, _r, ev in events
-            if match is None or match.text(f"{ev['kind']} {ev.get('detail') or ''}")
-        ),
-        last=True,
-    )
-    out.flush()

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_option, db_path, echo, handle_errors
+from acp_proxy.cli.common import CONTEXT, db_path, echo, handle_errors
+from acp_proxy.cli.options import db_option
 from acp_proxy.errors import UsageError
 
 __all__ = ["import_spill"]

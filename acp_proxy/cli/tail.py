@@ -14,14 +14,11 @@ from typing import Any
 
 import click
 
-from acp_proxy.cli.common import (
-    CONTEXT,
+from acp_proxy.cli.common import CONTEXT, db_path, dump_json, echo, handle_errors
+from acp_proxy.cli.options import (
     db_option,
-    db_path,
-    dump_json,
-    echo,
     filter_options,
-    handle_errors,
+    grep_options,
     json_option,
     output_options,
 )
@@ -63,12 +60,7 @@ def _last_matching(
     help="Frames of history first.",
 )
 @click.option("--capture", "capture", default=None, help="Only this capture (default: all).")
-@click.option(
-    "--grep",
-    "grep",
-    metavar="PATTERN",
-    help="Only frames (and stderr lines) whose text matches this regular expression.",
-)
+@grep_options
 @filter_options
 @click.option("--interval", type=float, default=0.2, show_default=True, hidden=True)
 @output_options
@@ -80,6 +72,7 @@ def tail(
     lines: int,
     capture: str | None,
     grep: str | None,
+    ignore_case: bool,
     interval: float,
     no_pager: bool,
     **filters: Any,
@@ -94,12 +87,12 @@ def tail(
     Examples (in a second terminal while an editor runs the agent):
         acp-proxy tail -f
         acp-proxy tail -f --method 'session/*' --kind request --json
-        acp-proxy tail -f --grep -i error
+        acp-proxy tail -f -i --grep error
     """
     from acp_proxy.text.timeline import FrameFilter, Grep
 
     keep = FrameFilter(**filters)
-    match = Grep(grep) if grep is not None else None
+    match = Grep(grep, ignore_case) if grep is not None else None
     filtering = any(v not in (None, False) for v in filters.values())
     if is_file_ref(capture):
         raise UsageError(f"tail reads the database; for the export {capture} use show")
@@ -118,9 +111,12 @@ def tail(
     # a database created while we waited is all new: follow it from its start
     last = 0 if waited else store.max_rowid()
     last_err = 0 if waited else store.max_stderr_rowid()
-    for f in [] if waited else _last_matching(store, out.wanted, lines, cid, last):
+    history = [] if waited else _last_matching(store, out.wanted, lines, cid, last)
+    for f in history:
         out.frame(f)
     sys.stdout.flush()
+    if not history and lines and (filtering or match is not None) and not waited:
+        echo(f"acp-proxy: no frame matches{' yet' if follow else ''}", err=True)
     if not follow:
         return
     watch = _Announcer(store, cid, as_json, fresh=waited)

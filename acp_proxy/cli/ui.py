@@ -5,20 +5,21 @@ from __future__ import annotations
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from acp_proxy.cli.common import (
     CONTEXT,
     Progress,
-    db_option,
     db_path,
     dump_json,
     echo,
     handle_errors,
-    json_option,
     open_store,
+    paged,
 )
+from acp_proxy.cli.options import db_option, json_option, output_options
 from acp_proxy.errors import UsageError
 
 __all__ = ["search", "ui"]
@@ -91,8 +92,11 @@ def ui(db: Path | None, listen: str, token: str | None, open_browser: bool, no_i
 @click.option("--capture", metavar="CAPTURE", help="Only this capture (id or uid prefix).")
 @click.option("--limit", default=50, show_default=True, help="At most this many hits.")
 @json_option
+@output_options
 @handle_errors
-def search(db: Path | None, query: str, capture: str | None, limit: int, as_json: bool) -> None:
+def search(
+    db: Path | None, query: str, capture: str | None, limit: int, as_json: bool, no_pager: bool
+) -> None:
     """Full-text search over the frames of every capture, newest first.
 
     Searches frames, the agent's stderr and the capture events (where the cause of a
@@ -125,6 +129,15 @@ def search(db: Path | None, query: str, capture: str | None, limit: int, as_json
     if as_json:
         dump_json([h.as_json() for h in hits])
         return
+    with paged(not no_pager):
+        _print_hits(hits)
+    if not hits:
+        echo(f"nothing matches {query!r} (frames, the agent's stderr, events)", err=True)
+    elif hits.next is not None:
+        echo(f"(more than {len(hits)}: --limit N shows more)", err=True)
+
+
+def _print_hits(hits: list[Any]) -> None:
     for h in hits:
         if h.source == "frame":
             where = f"capture {h.capture_id} #{h.seq}"
@@ -133,7 +146,3 @@ def search(db: Path | None, query: str, capture: str | None, limit: int, as_json
             where = f"capture {h.capture_id} {h.t_ns / 1e6:.1f}ms"
             label = f"· {'stderr' if h.source == 'stderr' else 'event ' + h.kind}"
         echo(f"{where:<22} {label:<30} …{h.before}[{h.match}]{h.after}…")
-    if not hits:
-        echo(f"nothing matches {query!r} (frames, the agent's stderr, events)", err=True)
-    elif hits.next is not None:
-        echo(f"(more than {len(hits)}: --limit N shows more)", err=True)

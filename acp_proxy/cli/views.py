@@ -21,16 +21,14 @@ from acp_proxy.cli.common import (
     Progress,
     check_at,
     colour_on,
-    db_option,
     db_path,
     dump_json,
     echo,
     handle_errors,
-    json_option,
     open_store,
-    output_options,
     paged,
 )
+from acp_proxy.cli.options import db_option, json_option, output_options
 from acp_proxy.errors import UsageError
 from acp_proxy.protocol.frames import Frame
 from acp_proxy.reconstruct import Reconstruction, reconstruct

@@ -20,15 +20,9 @@ from typing import Any
 
 import click
 
-from acp_proxy.cli.common import (
-    CONTEXT,
-    db_option,
-    db_path,
-    echo,
-    fail,
-    handle_errors,
-)
+from acp_proxy.cli.common import CONTEXT, db_path, echo, fail, handle_errors
 from acp_proxy.cli.listening import allow_origin_option, listener_options, token_option
+from acp_proxy.cli.options import db_option
 from acp_proxy.cli.otel import live_recorder_env, otel_options
 from acp_proxy.errors import ProxyError, UsageError
 from acp_proxy.record.link import RecorderLink

@@ -41,6 +41,9 @@ class Files:
         self._disk_before: dict[int, tuple[bool | None, str | None]] = {}
         self._timelines = timelines
         self._unanswered: dict[str, list[int]] = {}  # path: seqs of writes not answered
+        # path: the last change a tool call proposed for it (seq, its new text), which a
+        # write of exactly that text applies (one change, shown once)
+        self._proposed: dict[str, tuple[int, str]] = {}
 
     def history(self, path: str) -> FileHistory:
         h = self.paths.get(path)
@@ -103,6 +106,7 @@ class Files:
         )
         op = "add" if old is None else "modify"
         self._version(h, FileVersion(seq, t_ns, op, "diff", sid, tcid, True, new, stale=stale))
+        self._proposed[path] = (seq, new)
 
     def read(
         self, params: dict[str, Any], result: Any, sid: str | None, seq: int, t_ns: int
@@ -174,6 +178,9 @@ class Files:
             meta=params.get("_meta"),
             raw=None,
         )
+        proposed = self._proposed.pop(path, None)
+        if proposed is not None and proposed[1] == content:
+            change.applies = proposed[0]  # the write of a tool call's own diff
         self.changes.append(change)
         self._disk_before[id(change)] = disk_before
         self._unanswered.setdefault(path, []).append(seq)
@@ -220,6 +227,9 @@ class Files:
         for change in changes if isinstance(changes, list) else []:
             if isinstance(change, dict):
                 self._v2_change(change, sections, sid, tcid, seq, t_ns)
+                last = self.changes[-1] if self.changes else None
+                if last is not None and last.seq == seq and last.path and last.new_text is not None:
+                    self._proposed[last.path] = (seq, last.new_text)
 
     def _v2_change(
         self,

@@ -38,6 +38,7 @@ class FileChange:
     new_text: str | None = None
     stale: bool = False
     ok: bool | None = None  # fs_write: whether the client reported success
+    applies: int | None = None  # fs_write: the seq of the tool call diff it applies
     meta: Any = None
     raw: Any = None
     _made: str | None = None

@@ -158,6 +158,7 @@ def change_json(c: FileChange) -> dict[str, Any]:
         "source": c.source,
         "stale": c.stale,
         "ok": c.ok,
+        "applies": c.applies,
         "oldText": c.old_text,
         "newText": c.new_text,
         "_meta": c.meta,

@@ -68,6 +68,26 @@ def _status(c: dict[str, Any], events: Iterable[dict[str, Any]] = ()) -> str:
     return status
 
 
+def peers(c: dict[str, Any]) -> tuple[str, str]:
+    """``client ⇄ agent`` as far as it is known: the names they gave in ``initialize``; else
+    the agent's program (``(codex-acp)``) or its address, and ``?`` for what nothing says."""
+    client = _name(c.get("client_info"))
+    agent = _name(c.get("agent_info"))
+    if agent is None:
+        try:
+            argv = orjson.loads(c["agent_command"]) if c.get("agent_command") else None
+        except orjson.JSONDecodeError:
+            argv = None
+        if isinstance(argv, list) and argv and isinstance(argv[0], str):
+            # an interpreter runs the agent's script: name the script
+            program = next((a for a in argv[1:] if isinstance(a, str) and a[:1] != "-"), argv[0])
+            name = argv[0] if "python" not in argv[0] and "node" not in argv[0] else program
+            agent = f"({name.rsplit('/', 1)[-1]})"
+        elif c.get("upstream_url"):
+            agent = f"({c['upstream_url']})"
+    return client or "?", agent or "?"
+
+
 def capture_row(c: dict[str, Any], events: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
     """A capture as the listing shows it (also its ``--json`` form); ``events``: its
     ``signal`` and ``terminate`` events at least (who ended it)."""
@@ -80,6 +100,7 @@ def capture_row(c: dict[str, Any], events: Iterable[dict[str, Any]] = ()) -> dic
         "agent_command": _command(c),
         "client": _name(c.get("client_info")),
         "agent": _name(c.get("agent_info")),
+        "peers": " ⇄ ".join(peers(c)),
         "protocol_version": c.get("protocol_version"),
         "messages": c.get("message_count", 0),
         "status": _status(c, events),
@@ -111,11 +132,9 @@ def capture_header(c: dict[str, Any], events: Iterable[dict[str, Any]] = ()) -> 
         f"  started {started} UTC, {_duration(c)}, {c.get('message_count', 0)} frames, "
         f"{_status(c, events)}" + (f", label {c['label']!r}" if c.get("label") else ""),
     ]
-    client, agent = _name(c.get("client_info")), _name(c.get("agent_info"))
-    if client or agent or c.get("protocol_version"):
-        v = c.get("protocol_version")
-        lines.append(
-            f"  client {client or '?'} ⇄ agent {agent or '?'}"
-            + (f", ACP protocol v{v}" if v is not None else "")
-        )
+    v = c.get("protocol_version")
+    client, agent = peers(c)
+    lines.append(
+        f"  client {client} ⇄ agent {agent}" + (f", ACP protocol v{v}" if v is not None else "")
+    )
     return lines

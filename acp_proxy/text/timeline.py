@@ -10,7 +10,7 @@ listing shows. The raw bytes stay authoritative; a summary never hides that a fr
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -70,10 +70,11 @@ class Grep:
     """``--grep PATTERN``: a regular expression searched in a frame's exact text (and in
     stderr lines); case-insensitive unless the pattern has a capital letter."""
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, ignore_case: bool = False) -> None:
         import re
 
-        flags = 0 if any(c.isupper() for c in pattern) else re.IGNORECASE
+        smart = not any(c.isupper() for c in pattern)
+        flags = re.IGNORECASE if ignore_case or smart else 0
         try:
             self.rx = re.compile(pattern, flags)
         except re.error as e:
@@ -202,5 +203,5 @@ def _wall(started_at: str, t_ns: int) -> str:
         base = datetime.fromisoformat(started_at.replace("Z", "+00:00"))
     except ValueError:
         return f"{t_ns / 1e6:>10.3f}ms"
-    ts = base.timestamp() + t_ns / 1e9
-    return datetime.fromtimestamp(ts).strftime("%H:%M:%S.%f")[:-3]
+    ts = base.timestamp() + t_ns / 1e9  # in UTC, as the header says: never local time
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%H:%M:%S.%f")[:-3]

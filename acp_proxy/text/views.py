@@ -34,6 +34,7 @@ __all__ = [
 
 
 _STDERR_SHOWN = 5
+_AFTER_ERROR_NS = 2_000_000_000  # stderr this long after a turn failed still explains it
 
 
 def _sgr_cells(cells: list[Attrs]) -> Iterator[tuple[str, str]]:
@@ -136,7 +137,7 @@ def terminals_lines(r: Reconstruction, colour: bool = False) -> Iterator[str | S
             f"  ({owner}, session {t.session_id})  ",
             (status, "error" if bad else None),
         )
-        yield f"    $ {_short(cmd, 100)}"
+        yield from _command_lines(cmd)
         if t.cwd:
             yield f"    cwd {t.cwd}"
         if t.tool_call_ids:
@@ -158,11 +159,31 @@ def terminals_lines(r: Reconstruction, colour: bool = False) -> Iterator[str | S
             yield f"    │ {line}"
 
 
+_COMMAND_LINES = 12
+
+
+def _command_lines(cmd: str) -> Iterator[str]:
+    """A terminal's command as it would read in a shell: its own lines kept (a script given
+    to ``bash -c`` is several), the first after ``$``, the others after ``>``."""
+    lines = cmd.splitlines() or [""]
+    for i, line in enumerate(lines[:_COMMAND_LINES]):
+        text = line if len(line) <= 200 else line[:199] + "…"
+        yield f"    {'$' if i == 0 else '>'} {text}"
+    if len(lines) > _COMMAND_LINES:
+        yield f"    ({len(lines) - _COMMAND_LINES} more lines: terminals --json)"
+
+
 def diffs_lines(r: Reconstruction) -> Iterator[str]:
     if not r.files.changes:
         yield "no file changes"
         return
+    listed: set[int] = set()
     for c in r.files.changes:
+        if c.applies is not None and c.applies in listed:  # one change, shown once
+            how = "refused by the client" if c.ok is False else "done" if c.ok else "unanswered"
+            yield f"    applied by #{c.seq} fs/write_text_file ({how})"
+            continue
+        listed.add(c.seq)
         where = f"{c.old_path} → {c.path}" if c.old_path else str(c.path)
         flags = []
         if c.stale:
@@ -217,6 +238,12 @@ def turns_lines(
         if t["agentText"]:
             yield f"    agent   {_short(t['agentText'], 90)!r}"
         end_ns = turn.ended_t_ns
+        if end_ns is not None and t["error"]:
+            # an agent often explains a failure on stderr just after it answered: stderr and
+            # stdout are two pipes, read apart
+            end_ns += _AFTER_ERROR_NS
+            later = [x.t_ns for x in r.turns if x.t_ns > turn.t_ns]
+            end_ns = min([end_ns, *later])
         said = [
             line
             for t_ns, data in stderr

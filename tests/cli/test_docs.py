@@ -85,3 +85,55 @@ def test_readme_first_two_commands() -> None:
 if __name__ == "__main__":
     CLI_DOC.write_text(render_cli_reference())
     print(f"wrote {CLI_DOC}", file=sys.stderr)
+
+
+def _examples() -> list[tuple[str, str]]:
+    """Every ``acp-proxy …`` command line given as an example in a ``--help``."""
+    out = []
+    runner = CliRunner()
+    for path, _cmd in [("acp-proxy", main), *_commands(main)]:
+        text = runner.invoke(main, [*path.split()[1:], "--help"], terminal_width=200).output
+        for line in text.splitlines():
+            line = line.strip()
+            if line.startswith("acp-proxy ") and not line.startswith("acp-proxy [OPTIONS]"):
+                out.append((path, line))
+    return out
+
+
+def _parse(line: str) -> None:
+    """Parse one example the way the command line would, down to its command (without
+    running it): a usage error raises."""
+    import shlex
+    import warnings
+
+    words = shlex.split(line.split(" | ")[0].split(" && ")[0].split(" > ")[0], comments=True)
+    args = words[1:]
+    ctx = main.make_context("acp-proxy", list(args))
+    cmd: click.Command = main
+    while isinstance(cmd, click.Group):
+        with warnings.catch_warnings():  # where a group leaves its command's words
+            warnings.simplefilter("ignore", DeprecationWarning)
+            rest = [*ctx.protected_args, *ctx.args]
+        if not rest:
+            return
+        name, sub, rest = cmd.resolve_command(ctx, rest)
+        assert sub is not None and name is not None
+        ctx = sub.make_context(name, rest, parent=ctx)
+        cmd = sub
+
+
+def test_every_example_in_every_help_parses() -> None:
+    """An example a user copies must not end in 'Got unexpected extra argument'. Files an
+    example names (a rules file, a recording) need not exist here."""
+    examples = _examples()
+    assert len(examples) > 30
+    bad = []
+    for path, line in examples:
+        try:
+            _parse(line)
+        except click.BadParameter as e:
+            if "does not exist" not in str(e):
+                bad.append(f"{path}: {line}: {e.format_message()}")
+        except click.ClickException as e:
+            bad.append(f"{path}: {line}: {e.format_message()}")
+    assert bad == []

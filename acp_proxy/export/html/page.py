@@ -94,7 +94,7 @@ def write_html(
     last = r.last_seq if r.last_seq is not None else -1
     shown = range(from_seq, min(last + 1, from_seq + max_frames))
     name = c["id"] if c["id"] is not None else capture.get("source")
-    peers = f"{c['client'] or '?'} ⇄ {c['agent'] or '?'}"
+    peers = c["peers"]
     version = f"ACP v{c['protocol_version']}" if c["protocol_version"] is not None else ""
     duration = "running" if c["duration_s"] is None else f"{c['duration_s']} s"
     terminals = terminals_json(r)

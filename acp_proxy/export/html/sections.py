@@ -205,7 +205,16 @@ def diffs_html(diffs: list[dict[str, Any]], shown: range) -> list[str]:
     if not diffs:
         return []
     out = ["<h2>File changes</h2>"]
+    listed: dict[Any, int] = {}
     for d in diffs:
+        if d.get("applies") is not None and d["applies"] in listed:  # one change, once
+            ok = d.get("ok")
+            how = "done" if ok is True else "refused by the client" if ok is False else "unanswered"
+            out[listed[d["applies"]]] = out[listed[d["applies"]]].replace(
+                "</div>", f"<p class=muted>applied by {link(d.get('seq'), shown)} "
+                f"fs/write_text_file ({esc(how)})</p></div>")  # fmt: skip
+            continue
+        listed[d.get("seq")] = len(out)
         head = (
             f"{link(d.get('seq'), shown)} {esc(d.get('operation'))} "
             f"<code>{esc(d.get('path'))}</code>"

@@ -165,7 +165,7 @@ function captureRow(c) {
     el("td", {}, (c.started_at || "").replace("T", " ").replace("Z", "")),
     el("td", { class: "num" }, c.duration_s === null ? (c.live ? "running" : "–") : c.duration_s.toFixed(2) + " s"),
     el("td", {}, c.transport),
-    el("td", {}, (c.client || "?") + " ⇄ " + (c.agent || "?")),
+    el("td", {}, c.peers),
     el("td", { class: "num" }, c.protocol_version === null ? "" : "v" + c.protocol_version),
     el("td", { class: "num" }, String(c.messages)),
     el("td", {}, c.live ? el("span", { class: "badge live" }, "● live") : null, " ", c.status),
@@ -227,7 +227,7 @@ function captureHeader(c) {
   const ex = (fmt, label) => el("a", { href: withToken(`/api/captures/${c.id}/export/${fmt}`), download: "" }, label);
   return el("div", { class: "card", id: "capture-head" },
     el("h1", {}, `Capture ${c.id} · ${c.transport} · `, el("span", { class: "mono" }, c.agent_command || "")),
-    el("div", {}, `${c.client || "?"} ⇄ ${c.agent || "?"}`, c.protocol_version === null ? "" : ` · ACP v${c.protocol_version}`,
+    el("div", {}, c.peers, c.protocol_version === null ? "" : ` · ACP v${c.protocol_version}`,
       ` · started ${c.started_at} · `, el("span", { id: "capture-count" }, `${c.messages} frames`), " · ",
       c.live ? el("span", { class: "badge live", id: "capture-live" }, "● live") : null, " ",
       el("span", { id: "capture-status" }, c.status), c.label ? ` · label ${c.label}` : ""),
@@ -489,11 +489,7 @@ function renderView(name, data, cid, item) {
       p.approved === null ? "" : p.approved ? " — approved" : " — refused", ` · waited ${ms(p.waitMs)}`,
       p.answeredSeq !== null ? [" · ", frameLink(cid, p.answeredSeq)] : null)));
   if (name === "terminals") return data.map((t) => terminalCard(t, cid));
-  if (name === "diffs") return data.map((d, i) => el("div", { class: "card", id: "item-" + i },
-    el("h2", {}, `${d.operation} `, el("a", { href: hash("c", cid, "files", d.path) }, d.path), " · ", frameLink(cid, d.seq),
-      d.stale ? el("span", { class: "odd" }, " stale") : null, d.ok === false ? el("span", { class: "odd" }, " failed") : null),
-    el("div", { class: "muted" }, `${d.source}${d.toolCallId ? " · tool call " + d.toolCallId : ""}`),
-    d.patch ? patchView(d.patch) : el("p", { class: "muted" }, "content unknown")));
+  if (name === "diffs") return diffCards(data, cid);
   if (name === "files") return data.map((h) => el("div", { class: "card", id: "item-" + h.path },
     el("h2", { class: "mono" }, h.path),
     el("div", {}, `at start: ${h.startExists === null ? "unknown" : h.startExists ? "existed" : "absent"} · now: ${h.exists === null ? "unknown" : h.exists ? "exists" : "absent"}`),
@@ -502,6 +498,28 @@ function renderView(name, data, cid, item) {
       v.stale ? el("span", { class: "odd" }, " stale") : null))),
     h.content !== null ? el("pre", {}, h.content) : null));
   return data.map((s) => el("div", { class: "card" }, el("h2", { class: "mono" }, s.sessionId), el("pre", {}, pretty(s))));
+}
+
+// file changes; a write of exactly what a tool call proposed is that change, applied
+function diffCards(data, cid) {
+  const cards = new Map();
+  const out = [];
+  data.forEach((d, i) => {
+    const shown = d.applies !== null && d.applies !== undefined ? cards.get(d.applies) : undefined;
+    if (shown) {
+      const how = d.ok === true ? "done" : d.ok === false ? "refused by the client" : "unanswered";
+      shown.append(el("div", { class: "muted" }, "applied by ", frameLink(cid, d.seq), ` fs/write_text_file (${how})`));
+      return;
+    }
+    const card = el("div", { class: "card", id: "item-" + i },
+      el("h2", {}, `${d.operation} `, el("a", { href: hash("c", cid, "files", d.path) }, d.path), " · ", frameLink(cid, d.seq),
+        d.stale ? el("span", { class: "odd" }, " stale") : null, d.ok === false ? el("span", { class: "odd" }, " failed") : null),
+      el("div", { class: "muted" }, `${d.source}${d.toolCallId ? " · tool call " + d.toolCallId : ""}`),
+      d.patch ? patchView(d.patch) : el("p", { class: "muted" }, "content unknown"));
+    cards.set(d.seq, card);
+    out.push(card);
+  });
+  return out;
 }
 
 function terminalCard(t, cid) {
