@@ -12,6 +12,7 @@ import click
 
 from acp_proxy.cli.common import (
     CONTEXT,
+    Int,
     db_option,
     dump_json,
     echo,
@@ -29,9 +30,7 @@ __all__ = ["captures"]
 @click.command(context_settings=CONTEXT)
 @db_option
 @json_option
-@click.option(
-    "-n", "--limit", type=click.IntRange(min=0), default=None, help="Only the latest N captures."
-)
+@click.option("-n", "--limit", type=Int(0), default=None, help="Only the latest N captures.")
 @output_options
 @handle_errors
 def captures(db: Path | None, as_json: bool, limit: int | None, no_pager: bool) -> None:

@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 
 import click
 
+from acp_proxy.cli.common import Int
+
 __all__ = ["allow_origin_option", "listener_options", "token_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -45,17 +47,17 @@ def listener_options(too_big: str) -> Callable[[F], F]:
         click.option("--listen", default="127.0.0.1:8765", show_default=True,
                      metavar="HOST:PORT", help="Where clients connect. Anything but loopback "
                      "requires --token. Port 0 picks one."),
-        click.option("--max-size", type=int, default=64 * _MIB, show_default=True,
+        click.option("--max-size", type=Int(), default=64 * _MIB, show_default=True,
                      help=f"Largest message relayed, in bytes ({too_big})."),
-        click.option("--max-queue", type=int, default=16, show_default=True,
+        click.option("--max-queue", type=Int(), default=16, show_default=True,
                      help="Frames buffered per leg of a WebSocket connection before reading "
                      "stops (backpressure)."),
-        click.option("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS,
+        click.option("--max-connections", type=Int(), default=DEFAULT_MAX_CONNECTIONS,
                      show_default=True, help="Connections relayed at once (each one an "
                      "upstream connection or an agent process; an HTTP/2 connection counts "
                      "once more for each stream beyond the first at once); more are refused "
                      "with HTTP 503."),
-        click.option("--max-in-flight", type=int, default=DEFAULT_MAX_IN_FLIGHT,
+        click.option("--max-in-flight", type=Int(), default=DEFAULT_MAX_IN_FLIGHT,
                      show_default=True, metavar="BYTES", help="Memory budget for messages in "
                      "flight: each connection commits 2 × --max-size, and one that would "
                      "exceed the budget is refused with HTTP 503."),

@@ -16,6 +16,7 @@ import click
 
 from acp_proxy.cli.common import (
     CONTEXT,
+    Int,
     db_option,
     db_path,
     dump_json,
@@ -57,7 +58,7 @@ def _last_matching(
 @click.option(
     "-n",
     "--lines",
-    type=click.IntRange(min=0),
+    type=Int(0),
     default=20,
     show_default=True,
     help="Frames of history first.",

@@ -10,6 +10,7 @@ import click
 
 from acp_proxy.cli.common import (
     CONTEXT,
+    Int,
     db_option,
     db_path,
     dump_json,
@@ -88,7 +89,7 @@ def ui(db: Path | None, listen: str, token: str | None, open_browser: bool, no_i
 @db_option
 @click.argument("query")
 @click.option("--capture", metavar="CAPTURE", help="Only this capture (id or uid prefix).")
-@click.option("--limit", default=50, show_default=True, help="At most this many hits.")
+@click.option("--limit", type=Int(), default=50, show_default=True, help="At most this many hits.")
 @json_option
 @handle_errors
 def search(db: Path | None, query: str, capture: str | None, limit: int, as_json: bool) -> None:
