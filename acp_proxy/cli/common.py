@@ -30,6 +30,7 @@ __all__ = [
     "DashDashCommand",
     "Int",
     "Progress",
+    "Seconds",
     "after_dash_dash",
     "db_option",
     "db_path",
@@ -235,6 +236,30 @@ class Int(click.ParamType[int, Any]):
             name = param.human_readable_name
         # our error, not click's usage screen: the root command prints it as one line
         return parse_int(str(value), name, minimum=self.minimum, maximum=self.maximum)
+
+
+class Seconds(click.ParamType[float, Any]):
+    """A number of seconds, more than zero and at most ``maximum``: as :class:`Int`, a value
+    out of range is one line on stderr and exit 2."""
+
+    name = "seconds"
+
+    def __init__(self, maximum: float = 86400.0) -> None:
+        self.maximum = maximum
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):  # a default
+            return float(value)
+        name = max(param.opts, key=len) if isinstance(param, click.Option) else "value"
+        try:
+            seconds = float(str(value))
+        except ValueError:
+            raise UsageError(f"{name} takes a number of seconds, not {str(value)[:40]!r}") from None
+        if not 0 < seconds <= self.maximum:  # (nan is neither)
+            raise UsageError(f"{name} takes more than 0 seconds, at most {self.maximum:g}")
+        return seconds
 
 
 _NEGATIVE = re.compile(r"-[0-9]+")

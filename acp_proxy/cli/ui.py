@@ -19,6 +19,7 @@ from acp_proxy.cli.common import (
     json_option,
     open_store,
 )
+from acp_proxy.cli.listening import allow_host_option, timeout_options, timeouts_of
 from acp_proxy.errors import UsageError
 
 __all__ = ["search", "ui"]
@@ -55,8 +56,20 @@ def _listen(value: str) -> tuple[str, int]:
     is_flag=True,
     help="Do not bring the search index up to date (the database is then only read).",
 )
+@allow_host_option
+@timeout_options
 @handle_errors
-def ui(db: Path | None, listen: str, token: str | None, open_browser: bool, no_index: bool) -> None:
+def ui(
+    db: Path | None,
+    listen: str,
+    token: str | None,
+    open_browser: bool,
+    no_index: bool,
+    allow_hosts: tuple[str, ...],
+    head_timeout: float,
+    body_timeout: float,
+    idle_timeout: float,
+) -> None:
     """Serve a live web inspector over the recordings database and print its URL.
 
     Captures, each capture's timeline with filters and every frame's exact bytes, what the
@@ -72,7 +85,16 @@ def ui(db: Path | None, listen: str, token: str | None, open_browser: bool, no_i
     from acp_proxy.ui.state import UiConfig
 
     host, port = _listen(listen)
-    server = make_server(UiConfig(db_path(db), host, port, token, index=not no_index))
+    config = UiConfig(
+        db_path(db),
+        host,
+        port,
+        token,
+        index=not no_index,
+        timeouts=timeouts_of(head_timeout, body_timeout, idle_timeout),
+        allow_hosts=frozenset(allow_hosts),
+    )
+    server = make_server(config)
 
     def ready(url: str) -> None:
         echo(f"acp-proxy ui: serving {db_path(db)} at {url}")

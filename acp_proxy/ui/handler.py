@@ -16,7 +16,6 @@ import sqlite3
 import time
 import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import orjson
@@ -29,6 +28,7 @@ from acp_proxy.store.search import indexed_upto, pending
 from acp_proxy.text.timeline import FrameFilter
 from acp_proxy.ui import api
 from acp_proxy.ui.admission import Refused, admit
+from acp_proxy.ui.bounded import BoundedHandler
 from acp_proxy.ui.state import UiServer
 
 __all__ = ["CSP", "POLL_S", "Handler"]
@@ -70,7 +70,7 @@ def _ms(q: dict[str, str], name: str) -> float | None:
     return ms
 
 
-class Handler(BaseHTTPRequestHandler):
+class Handler(BoundedHandler):
     """One connection's requests: GET and HEAD only, the API behind admission."""
 
     server: UiServer
@@ -135,7 +135,7 @@ class Handler(BaseHTTPRequestHandler):
         is_api = path.startswith("/api/")
         try:
             cfg = self.server.state.config
-            admit(self.headers, self.path, cfg.host, cfg.port, cfg.token, needs_token=is_api)
+            admit(self.headers, self.path, cfg.host, cfg.port, cfg.token, is_api, cfg.allow_hosts)
             if is_api:
                 self._api(path[len("/api/") :], query)
             else:
