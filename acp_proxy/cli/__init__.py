@@ -14,7 +14,8 @@ from typing import ClassVar
 import click
 
 from acp_proxy import __version__
-from acp_proxy.cli.common import CONTEXT
+from acp_proxy.cli.common import CONTEXT, fail
+from acp_proxy.errors import ProxyError
 
 __all__ = ["COMMANDS", "main"]
 
@@ -58,6 +59,8 @@ class Registry(click.Group):
             return super().invoke(ctx)
         except KeyboardInterrupt:  # Ctrl-C: exit 130, as a shell expects, and no "Aborted!"
             raise click.exceptions.Exit(130) from None
+        except ProxyError as e:  # raised while reading the options (common.Int): one line
+            fail(str(e), e.exit_code)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = self.table.get(cmd_name)

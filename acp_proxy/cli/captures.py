@@ -10,8 +10,9 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, dump_json, echo, handle_errors, open_store, paged
+from acp_proxy.cli.common import CONTEXT, Int, dump_json, echo, handle_errors, open_store, paged
 from acp_proxy.cli.options import db_option, json_option, output_options
+from acp_proxy.store.endings import ending_events
 from acp_proxy.text.style import Styled
 
 __all__ = ["captures"]
@@ -20,9 +21,7 @@ __all__ = ["captures"]
 @click.command(context_settings=CONTEXT)
 @db_option
 @json_option
-@click.option(
-    "-n", "--limit", type=click.IntRange(min=0), default=None, help="Only the latest N captures."
-)
+@click.option("-n", "--limit", type=Int(0), default=None, help="Only the latest N captures.")
 @output_options
 @handle_errors
 def captures(db: Path | None, as_json: bool, limit: int | None, no_pager: bool) -> None:
@@ -36,7 +35,7 @@ def captures(db: Path | None, as_json: bool, limit: int | None, no_pager: bool) 
 
     store = open_store(db)
     listed = store.captures(limit)
-    ends = store.ending_events([c["id"] for c in listed] if limit is not None else None)
+    ends = ending_events(store, [c["id"] for c in listed] if limit is not None else None)
     rows = [capture_row(c, ends.get(c["id"], [])) for c in listed]
     if as_json:
         dump_json(rows)

@@ -14,11 +14,12 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, NoReturn, TypeVar
 
 import click
 
 from acp_proxy.errors import ProxyError, UsageError
+from acp_proxy.store.numbers import INT64_MAX, INT64_MIN, parse_int
 from acp_proxy.store.reader import Store, default_db_path
 from acp_proxy.text.safe import json_bytes, visible
 from acp_proxy.text.style import Styled, paint
@@ -28,7 +29,9 @@ __all__ = [
     "GROUP_DB_KEY",
     "CaptureCommand",
     "DashDashCommand",
+    "Int",
     "Progress",
+    "Seconds",
     "after_dash_dash",
     "db_path",
     "dump_json",
@@ -163,7 +166,7 @@ def paged(enabled: bool = True) -> Iterator[None]:
         pager.finish()
 
 
-def fail(message: str, code: int) -> None:
+def fail(message: str, code: int) -> NoReturn:
     """Print one error line and exit with ``code``."""
     echo(f"acp-proxy: error: {message}", err=True)
     sys.exit(code)
@@ -188,6 +191,54 @@ def handle_errors(fn: F) -> F:
         return None
 
     return wrapper  # type: ignore[return-value]
+
+
+class Int(click.ParamType[int, Any]):
+    """A whole number from ``minimum`` to ``maximum``, never beyond what SQLite holds
+    (:func:`acp_proxy.store.numbers.parse_int`). Every integer option and argument takes
+    this type (``tests/cli/test_numbers.py`` holds them to it), so a value out of range is
+    one line on stderr and exit 2, never an ``OverflowError`` from SQLite."""
+
+    name = "integer"
+
+    def __init__(self, minimum: int = INT64_MIN, maximum: int = INT64_MAX) -> None:
+        self.minimum = minimum
+        self.maximum = maximum
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):  # a default
+            return value
+        name = "value"
+        if isinstance(param, click.Option):
+            name = max(param.opts, key=len)
+        elif param is not None:
+            name = param.human_readable_name
+        # our error, not click's usage screen: the root command prints it as one line
+        return parse_int(str(value), name, minimum=self.minimum, maximum=self.maximum)
+
+
+class Seconds(click.ParamType[float, Any]):
+    """A number of seconds, more than zero and at most ``maximum``: as :class:`Int`, a value
+    out of range is one line on stderr and exit 2."""
+
+    name = "seconds"
+
+    def __init__(self, maximum: float = 86400.0) -> None:
+        self.maximum = maximum
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):  # a default
+            return float(value)
+        name = max(param.opts, key=len) if isinstance(param, click.Option) else "value"
+        try:
+            seconds = float(str(value))
+        except ValueError:
+            raise UsageError(f"{name} takes a number of seconds, not {str(value)[:40]!r}") from None
+        if not 0 < seconds <= self.maximum:  # (nan is neither)
+            raise UsageError(f"{name} takes more than 0 seconds, at most {self.maximum:g}")
+        return seconds
 
 
 _NEGATIVE = re.compile(r"-[0-9]+")

@@ -17,6 +17,7 @@ import click
 from acp_proxy.cli.common import (
     CONTEXT,
     CaptureCommand,
+    Int,
     Progress,
     db_path,
     echo,
@@ -207,14 +208,14 @@ _redact_rules_option = click.option(
 @click.option(
     "--from",
     "from_seq",
-    type=int,
+    type=Int(),
     default=0,
     metavar="SEQ",
     help="html: lay out the frames from SEQ on (the next page of a big capture).",
 )
 @click.option(
     "--max-frames",
-    type=int,
+    type=Int(),
     default=5000,
     show_default=True,
     metavar="N",

@@ -10,13 +10,19 @@ from pathlib import Path
 import click
 
 from acp_proxy.cli.common import CONTEXT, db_path, handle_errors
-from acp_proxy.cli.listening import allow_origin_option, listener_options, token_option
+from acp_proxy.cli.listening import allow_origin_option, listener_options, timeouts_of, token_option
 from acp_proxy.cli.options import db_option
 from acp_proxy.cli.ws import listener_settings, parse_listen_option, serve_until_signal
 from acp_proxy.errors import UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
-from acp_proxy.relay.admission import Admission, ServeConfig, check_listen_address, check_token
+from acp_proxy.relay.admission import (
+    Admission,
+    ServeConfig,
+    check_listen_address,
+    check_token,
+    hosts_for,
+)
 
 __all__ = ["http"]
 
@@ -54,6 +60,10 @@ def http(
     max_in_flight: int,
     keep_secrets: bool,
     label: str | None,
+    allow_hosts: tuple[str, ...],
+    head_timeout: float,
+    body_timeout: float,
+    idle_timeout: float,
 ) -> None:
     """Relay an agent's Streamable HTTP endpoint, recording every message.
 
@@ -83,12 +93,13 @@ def http(
         port=port,
         upstream=upstream,
         settings=settings,
-        admission=Admission(token, frozenset(allow_origins)),
+        admission=Admission(token, frozenset(allow_origins), hosts_for(host, allow_hosts)),
         keep_secrets=keep_secrets,
         label=label,
         max_connections=max_connections,
         max_in_flight=max_in_flight,
         upstream_http2=upstream_http2,
+        timeouts=timeouts_of(head_timeout, body_timeout, idle_timeout),
     )
     tune_relay_process()
     from acp_proxy.relay.http import serve

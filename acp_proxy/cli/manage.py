@@ -14,7 +14,6 @@ import click
 
 from acp_proxy.cli.common import CONTEXT, db_path, echo, handle_errors
 from acp_proxy.cli.options import db_option
-from acp_proxy.errors import UsageError
 
 __all__ = ["prune", "rm"]
 
@@ -97,12 +96,7 @@ def prune(db: Path | None, older: str, vacuum: bool, dry_run: bool) -> None:
     from acp_proxy.store.prune import older_than
     from acp_proxy.store.prune import vacuum as do_vacuum
 
-    try:
-        cutoff = older_than(older)
-    except ValueError:
-        raise UsageError(
-            f"--older-than wants an age such as 30d, 12h, 2w, 90m, not {older!r}"
-        ) from None
+    cutoff = older_than(older)
     store, conn = _writable(db)
     # the format captures are stored in (milliseconds, Z): compared as text, a cutoff cut
     # at the second would miss what started within that second

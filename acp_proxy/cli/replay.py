@@ -22,6 +22,7 @@ from acp_proxy.cli.common import (
     expand_path,
     handle_errors,
 )
+from acp_proxy.cli.listening import allow_host_option, timeout_options, timeouts_of
 from acp_proxy.cli.options import db_option, group_db_option, json_option
 from acp_proxy.errors import UsageError
 
@@ -72,6 +73,8 @@ def replay() -> None:
     "instead of stdio.",
 )
 @click.option("--keep-serving", is_flag=True, help="With --listen: serve one client after another.")
+@allow_host_option
+@timeout_options
 @handle_errors
 def replay_agent(
     db: Path | None,
@@ -82,6 +85,10 @@ def replay_agent(
     max_gap: float,
     listen: str | None,
     keep_serving: bool,
+    allow_hosts: tuple[str, ...],
+    head_timeout: float,
+    body_timeout: float,
+    idle_timeout: float,
 ) -> None:
     """Stand in for the agent: answer a live client from a recording.
 
@@ -97,7 +104,7 @@ def replay_agent(
         acp-proxy replay agent --db ~/acp.sqlite 12 -- my-agent --flag
     """
     from acp_proxy.replay.agent import MatchMode
-    from acp_proxy.replay.listen import serve_listen
+    from acp_proxy.replay.listen import Limits, serve_listen
     from acp_proxy.replay.serve import Timing, load_recording, parse_listen, serve_stdio
 
     if keep_serving and listen is None:
@@ -108,11 +115,22 @@ def replay_agent(
     try:
         if listen is not None:
             host, port = parse_listen(listen)
-            ok = asyncio.run(
-                serve_listen(
-                    recording, host, port, mode=mode, timing=pace, keep_serving=keep_serving
+            timeouts = timeouts_of(head_timeout, body_timeout, idle_timeout)
+            limits = Limits(timeouts, frozenset(allow_hosts))
+            try:
+                ok = asyncio.run(
+                    serve_listen(
+                        recording,
+                        host,
+                        port,
+                        mode=mode,
+                        timing=pace,
+                        keep_serving=keep_serving,
+                        limits=limits,
+                    )
                 )
-            )
+            except OSError as e:
+                raise UsageError(f"cannot listen on {listen}: {e.strerror or e}") from e
         else:
             ok = asyncio.run(serve_stdio(recording, mode=mode, timing=pace))
     except KeyboardInterrupt:

@@ -18,6 +18,7 @@ import click
 from acp_proxy.cli.common import (
     CONTEXT,
     CaptureCommand,
+    Int,
     db_path,
     echo,
     handle_errors,
@@ -32,6 +33,7 @@ from acp_proxy.cli.options import (
     output_options,
 )
 from acp_proxy.errors import UsageError
+from acp_proxy.store.numbers import INT64_MAX
 from acp_proxy.store.reader import Store, StoredFrame
 from acp_proxy.store.refs import ExportStore, is_file_ref, resolve
 from acp_proxy.text.style import Styled
@@ -49,7 +51,7 @@ def _since(value: str, started_at: str) -> int:
     m = re.fullmatch(r"\s*(\d+(?:\.\d*)?)\s*(ms|s|m|h)?\s*", value)
     if m:
         unit = {"ms": 1e6, "s": 1e9, "m": 60e9, "h": 3600e9}[m.group(2) or "s"]
-        return int(float(m.group(1)) * unit)
+        return _ns(float(m.group(1)) * unit, value)
     base = datetime.fromisoformat(started_at.replace("Z", "+00:00"))
     try:
         if re.fullmatch(r"\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?", value.strip()):
@@ -64,7 +66,14 @@ def _since(value: str, started_at: str) -> int:
         raise UsageError(
             f"--since wants an offset (1.5s, 250ms, 2m) or a time (14:03:07), not {value!r}"
         ) from None
-    return max(int((when - base).total_seconds() * 1e9), 0)
+    return max(_ns((when - base).total_seconds() * 1e9, value), 0)
+
+
+def _ns(ns: float, value: str) -> int:
+    """An offset in nanoseconds, as the database compares them (64 bits: 292 years)."""
+    if not ns < INT64_MAX:
+        raise UsageError(f"--since {value.strip()[:40]!r} is further than a capture can last")
+    return int(ns)
 
 
 def _timeline(
@@ -117,17 +126,12 @@ def _timeline(
     help="What to show: the frames, or what the user saw (turns, tool calls, permissions…).",
 )
 @click.option(
-    "--at",
-    "at",
-    type=click.IntRange(min=0),
-    default=None,
-    metavar="SEQ",
-    help="Stop after frame SEQ.",
+    "--at", "at", type=Int(minimum=0), default=None, metavar="SEQ", help="Stop after frame SEQ."
 )
 @click.option(
     "--from",
     "from_seq",
-    type=click.IntRange(min=0),
+    type=Int(minimum=0),
     default=None,
     metavar="SEQ",
     help="Start at frame SEQ.",

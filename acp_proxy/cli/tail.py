@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_path, dump_json, echo, handle_errors
+from acp_proxy.cli.common import CONTEXT, Int, db_path, dump_json, echo, handle_errors
 from acp_proxy.cli.options import (
     db_option,
     filter_options,
@@ -23,6 +23,7 @@ from acp_proxy.cli.options import (
     output_options,
 )
 from acp_proxy.errors import UsageError
+from acp_proxy.store.endings import ending_events
 from acp_proxy.store.reader import Store, StoredFrame
 from acp_proxy.store.refs import is_file_ref
 from acp_proxy.text.style import Styled
@@ -54,7 +55,7 @@ def _last_matching(
 @click.option(
     "-n",
     "--lines",
-    type=click.IntRange(min=0),
+    type=Int(0),
     default=20,
     show_default=True,
     help="Frames of history first.",
@@ -259,7 +260,7 @@ class _Announcer:
     def _say(self, c: dict[str, Any], what: str) -> None:
         from acp_proxy.text.captures import capture_row, cut_short
 
-        ends = self.store.ending_events([c["id"]]).get(c["id"], [])
+        ends = ending_events(self.store, [c["id"]]).get(c["id"], [])
         row = capture_row(c, ends)
         crashed = bool(c.get("exit_signal")) or c.get("exit_code") not in (None, 0)
         unanswered = self.store.unanswered(c["id"]) if what == "ended" else []

@@ -11,6 +11,7 @@ import click
 
 from acp_proxy.cli.common import (
     CONTEXT,
+    Int,
     Progress,
     db_path,
     dump_json,
@@ -19,6 +20,7 @@ from acp_proxy.cli.common import (
     open_store,
     paged,
 )
+from acp_proxy.cli.listening import allow_host_option, timeout_options, timeouts_of
 from acp_proxy.cli.options import db_option, json_option, output_options
 from acp_proxy.errors import UsageError
 
@@ -56,8 +58,20 @@ def _listen(value: str) -> tuple[str, int]:
     is_flag=True,
     help="Do not bring the search index up to date (the database is then only read).",
 )
+@allow_host_option
+@timeout_options
 @handle_errors
-def ui(db: Path | None, listen: str, token: str | None, open_browser: bool, no_index: bool) -> None:
+def ui(
+    db: Path | None,
+    listen: str,
+    token: str | None,
+    open_browser: bool,
+    no_index: bool,
+    allow_hosts: tuple[str, ...],
+    head_timeout: float,
+    body_timeout: float,
+    idle_timeout: float,
+) -> None:
     """Serve a live web inspector over the recordings database and print its URL.
 
     Captures, each capture's timeline with filters and every frame's exact bytes, what the
@@ -73,7 +87,16 @@ def ui(db: Path | None, listen: str, token: str | None, open_browser: bool, no_i
     from acp_proxy.ui.state import UiConfig
 
     host, port = _listen(listen)
-    server = make_server(UiConfig(db_path(db), host, port, token, index=not no_index))
+    config = UiConfig(
+        db_path(db),
+        host,
+        port,
+        token,
+        index=not no_index,
+        timeouts=timeouts_of(head_timeout, body_timeout, idle_timeout),
+        allow_hosts=frozenset(allow_hosts),
+    )
+    server = make_server(config)
 
     def ready(url: str) -> None:
         echo(f"acp-proxy ui: serving {db_path(db)} at {url}")
@@ -90,7 +113,7 @@ def ui(db: Path | None, listen: str, token: str | None, open_browser: bool, no_i
 @db_option
 @click.argument("query")
 @click.option("--capture", metavar="CAPTURE", help="Only this capture (id or uid prefix).")
-@click.option("--limit", default=50, show_default=True, help="At most this many hits.")
+@click.option("--limit", type=Int(), default=50, show_default=True, help="At most this many hits.")
 @json_option
 @output_options
 @handle_errors

@@ -18,6 +18,7 @@ import click
 from acp_proxy.cli.common import (
     CONTEXT,
     CaptureCommand,
+    Int,
     Progress,
     check_at,
     colour_on,
@@ -127,7 +128,7 @@ def at_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--at",
         "at",
-        type=int,
+        type=Int(),
         default=None,
         metavar="SEQ",
         help="Show the state after frame SEQ (as the user saw it then).",

@@ -21,13 +21,19 @@ from typing import Any
 import click
 
 from acp_proxy.cli.common import CONTEXT, db_path, echo, fail, handle_errors
-from acp_proxy.cli.listening import allow_origin_option, listener_options, token_option
+from acp_proxy.cli.listening import allow_origin_option, listener_options, timeouts_of, token_option
 from acp_proxy.cli.options import db_option
 from acp_proxy.cli.otel import live_recorder_env, otel_options
 from acp_proxy.errors import ProxyError, UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
-from acp_proxy.relay.admission import Admission, ServeConfig, check_listen_address, check_token
+from acp_proxy.relay.admission import (
+    Admission,
+    ServeConfig,
+    check_listen_address,
+    check_token,
+    hosts_for,
+)
 from acp_proxy.relay.bridge import bridge_stdio_client
 from acp_proxy.relay.listener import serve
 from acp_proxy.transports.websocket import WsSettings
@@ -172,6 +178,10 @@ def ws(
     otlp_endpoint: str | None,
     otel_content: bool,
     command: tuple[str, ...],
+    allow_hosts: tuple[str, ...],
+    head_timeout: float,
+    body_timeout: float,
+    idle_timeout: float,
 ) -> None:
     """Accept WebSocket clients and relay each one, recording every message.
 
@@ -209,12 +219,13 @@ def ws(
         upstream=upstream,
         command=argv or None,
         settings=settings,
-        admission=Admission(token, frozenset(allow_origins)),
+        admission=Admission(token, frozenset(allow_origins), hosts_for(host, allow_hosts)),
         keep_secrets=keep_secrets or record_secrets,
         grace=grace,
         label=label,
         max_connections=max_connections,
         max_in_flight=max_in_flight,
+        timeouts=timeouts_of(head_timeout, body_timeout, idle_timeout),
     )
     recorder_env = live_recorder_env(otlp_endpoint, otel_content)
     tune_relay_process()

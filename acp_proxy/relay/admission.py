@@ -1,10 +1,19 @@
 """Who may connect to a relay's listener, and what the listener is set to.
 
 What belongs here: the admission rules (loopback unless a token is given, a token that is
-one word, browser origins refused, the token never relayed further), the listener's
-settings (:class:`ServeConfig`, with the limits of :mod:`acp_proxy.relay.capacity`), and
-the upstream URL a client connection is relayed to. The WebSocket and Streamable HTTP
-listeners and the web inspector apply the same rules.
+one word, a ``Host`` that names the listener, browser origins refused, the token never
+relayed further), the listener's settings (:class:`ServeConfig`, with the limits of
+:mod:`acp_proxy.relay.capacity` and the timeouts of
+:class:`acp_proxy.transports.timeouts.Timeouts`), and the upstream URL a client
+connection is relayed to. The WebSocket and Streamable HTTP listeners, the replay's
+listener and the web inspector apply the same rules.
+
+The ``Host`` rule is against DNS rebinding: a page of another site whose name is made to
+resolve to 127.0.0.1 may send requests to a loopback listener from the user's browser as
+its own origin, with no ``Origin`` header on a ``GET``, but its ``Host`` is still its own
+name. So a loopback listener answers only loopback names and addresses (``localhost``,
+``127.0.0.1``, ``[::1]``, any port) and the names given with ``--allow-host``; a listener
+on another address needs a token, which such a page does not have.
 """
 
 from __future__ import annotations
@@ -19,9 +28,20 @@ from websockets.http11 import Request
 
 from acp_proxy.errors import UsageError
 from acp_proxy.relay.capacity import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT
+from acp_proxy.transports.timeouts import Timeouts
 from acp_proxy.transports.websocket import WsSettings
 
-__all__ = ["Admission", "ServeConfig", "check_listen_address", "check_token", "upstream_target"]
+__all__ = [
+    "Admission",
+    "ServeConfig",
+    "check_listen_address",
+    "check_token",
+    "host_allowed",
+    "hosts_for",
+    "is_loopback",
+    "is_wildcard",
+    "upstream_target",
+]
 
 
 def check_token(token: str | None) -> None:
@@ -35,10 +55,74 @@ def check_token(token: str | None) -> None:
         raise UsageError("--token must be one word, without spaces or control characters")
 
 
+def is_wildcard(host: str) -> bool:
+    """Whether ``host`` is an address that listens on every interface (``0.0.0.0``, ``::``)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_unspecified
+    except ValueError:
+        return False
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is this machine's loopback."""
+    name = host.strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def host_allowed(
+    header: str | None,
+    listen_host: str,
+    *,
+    port: int | None = None,
+    allowed: frozenset[str] = frozenset(),
+) -> bool:
+    """Whether a request's ``Host`` names the listener on ``listen_host``: a loopback name
+    or address, the address it listens on, or a name in ``allowed``; on a wildcard address
+    (``0.0.0.0``, ``::``) any IP address too (DNS rebinding needs a name, never an
+    address). With ``port``, the ``Host`` must name that port too (the web inspector,
+    whose pages name it); without, any port (a relay reached through a forwarded port)."""
+    if not header:
+        return False
+    try:
+        parts = urllib.parse.urlsplit("//" + header)
+        name, given = parts.hostname, parts.port
+    except ValueError:
+        return False
+    if name is None or parts.username is not None or parts.path or parts.query:
+        return False
+    if port is not None and given != port:
+        return False
+    listen = listen_host.strip("[]").lower()
+    if is_loopback(name) or name == listen or name in {a.lower() for a in allowed}:
+        return True
+    if is_wildcard(listen_host):
+        try:
+            ipaddress.ip_address(name)
+        except ValueError:
+            return False
+        return True
+    return False
+
+
+def hosts_for(listen_host: str, allow_hosts: Sequence[str]) -> frozenset[str] | None:
+    """The ``Host`` names a relay on ``listen_host`` answers besides loopback ones
+    (:attr:`Admission.hosts`): ``allow_hosts`` on loopback; on another address, None
+    (any: a token is required there, and a rebinding page has none)."""
+    return frozenset(allow_hosts) if is_loopback(listen_host) else None
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Admission:
-    """Who may connect: a bearer token (header or ``?token=``) and allowed browser origins.
+    """Who may connect: a ``Host`` naming the listener, a bearer token (header or
+    ``?token=``) and allowed browser origins.
 
+    A request whose ``Host`` is not a loopback name or address nor one of ``hosts`` is
+    refused with 421, as is one with no ``Host`` or several (``hosts`` None: any ``Host``).
     A request with an ``Origin`` header not in ``allow_origins`` is refused (a page in the
     user's browser must not reach a local agent through us; docs/design.md principle 6), and so
     is one with several.
@@ -49,11 +133,18 @@ class Admission:
 
     token: str | None = None
     allow_origins: frozenset[str] = frozenset()
+    hosts: frozenset[str] | None = frozenset()
 
     def __post_init__(self) -> None:
         check_token(self.token)
 
     def refusal(self, request: Request) -> tuple[int, str] | None:
+        if self.hosts is not None:
+            hosts = request.headers.get_all("Host")
+            if len(hosts) != 1 or not host_allowed(hosts[0], "localhost", allowed=self.hosts):
+                if len(hosts) != 1:
+                    return 421, f"{len(hosts)} Host headers (a request has one)"
+                return 421, f"Host {hosts[0]!r} does not name this listener (--allow-host)"
         origins = request.headers.get_all("Origin")
         if len(origins) > 1:
             return 403, f"{len(origins)} Origin headers (a request has at most one)"
@@ -121,6 +212,14 @@ class ServeConfig:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     upstream_http2: str = "auto"  # Streamable HTTP: auto, always or never (docs/http.md)
+    timeouts: Timeouts = dataclasses.field(default_factory=Timeouts)
+
+    @property
+    def settle(self) -> float:
+        """Seconds the connections get to end once the listener stops: a client the close
+        timeout to take its close, an agent ``grace`` to exit, as long again after SIGTERM
+        (half a second at least), then SIGKILL (docs/reliability.md, "Listeners")."""
+        return self.settings.close_timeout + 2 * max(self.grace, 0.5) + 1.0
 
 
 def upstream_target(upstream: str, client_target: str) -> str:

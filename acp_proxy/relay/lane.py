@@ -133,8 +133,9 @@ class FastLane:
         return True
 
     def resumed(self) -> None:
-        """``dst`` drained its write buffer: read ``src`` again (unless its assembler is
-        full, which resumes reading itself)."""
+        """``dst`` drained its write buffer, or is gone: read ``src`` again (unless its
+        assembler is full, which resumes reading itself); what it sends to a ``dst`` that
+        is gone is counted undelivered, and its close is read in time."""
         if self.paused_src:
             self.paused_src = False
             if not self.src.recv_messages.paused and self.src.protocol.state is not State.CLOSED:

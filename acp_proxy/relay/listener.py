@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from websockets.asyncio.server import serve as ws_serve
 from websockets.datastructures import Headers
 from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.http11 import Request, Response
@@ -27,6 +26,7 @@ from acp_proxy.relay import warn
 from acp_proxy.relay.admission import ServeConfig, check_listen_address, upstream_target
 from acp_proxy.relay.capacity import Capacity
 from acp_proxy.relay.core import Endpoint, relay
+from acp_proxy.transports.accept import Acceptor, listening_sockets
 from acp_proxy.transports.headers import (
     redact_headers,
     redact_subprotocol,
@@ -40,6 +40,7 @@ from acp_proxy.transports.lines import agent_endpoint
 from acp_proxy.transports.process import AgentProcess
 from acp_proxy.transports.tasks import Tasks
 from acp_proxy.transports.websocket import RelayServerConnection, WsEndpoint, open_client
+from acp_proxy.transports.ws_handover import HandOver
 
 __all__ = ["Front", "serve"]
 
@@ -318,29 +319,35 @@ async def serve(
     ready: Callable[[str], None] | None = None,
 ) -> None:
     """Listen until ``stop`` is set; then close client connections with 1001 (going away),
-    which each session mirrors on its upstream or agent, and wait for them."""
+    which each session mirrors on its upstream or agent, and wait for them: a client that
+    does not take the close within the close timeout is dropped, and every session is
+    over within :attr:`ServeConfig.settle` seconds.
+
+    Connections are accepted by :class:`acp_proxy.transports.accept.Acceptor` (which
+    survives running out of descriptors) and served as ``websockets.serve`` would
+    (:class:`acp_proxy.transports.ws_handover.HandOver`): no origin check of the library's
+    (:class:`acp_proxy.relay.admission.Admission` checks, so refusals are recorded), no
+    ``Server`` header, no subprotocol of our own, the upstream's handshake inside ours."""
     check_listen_address(config.host, config.admission.token)
     front = Front(config, writer)
-    s = config.settings
-    async with ws_serve(
+    hand_over = HandOver(
         front.handler,
-        config.host,
-        config.port,
+        config.settings,
+        timeouts=config.timeouts,
         process_request=front.process_request,
         process_response=front.process_response,
         select_subprotocol=front.select_subprotocol,
-        server_header=None,
-        origins=None,  # checked by Admission, so refusals are recorded
-        subprotocols=None,
-        open_timeout=s.open_timeout * 1.5,  # the upstream's own handshake fits inside
-        create_connection=RelayServerConnection,
-        **s.common(),
-    ) as server:
-        sock = next(iter(server.sockets))
-        host, port = sock.getsockname()[:2]
-        shown = f"[{host}]" if ":" in host else host
-        front.listen_url = f"ws://{shown}:{port}"
-        if ready is not None:
-            ready(front.listen_url)
+        connection=RelayServerConnection,
+    )
+    acceptor = Acceptor(listening_sockets(config.host, config.port), hand_over.protocol, warn)
+    host, port = acceptor.sockets[0].getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    front.listen_url = f"ws://{shown}:{port}"
+    if ready is not None:
+        ready(front.listen_url)
+    try:
         await stop.wait()
-    await front.tasks.wait()
+    finally:
+        acceptor.close()
+        await hand_over.close(1001, config.settle)
+        await front.tasks.settle(config.settle)

@@ -28,9 +28,10 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.relay.admission import host_allowed
 from acp_proxy.replay.agent import MatchMode
 from acp_proxy.replay.serve import Recording, Replay, Say, Timing
-from acp_proxy.transports.http.common import ClientGone, ClientRequest
+from acp_proxy.transports.http.common import ClientGone, ClientRequest, ClientTimeout
 from acp_proxy.transports.http.h2client import reason_of
 from acp_proxy.transports.http.headers import get_all
 
@@ -129,14 +130,25 @@ class HttpAgent:
         timing: Timing,
         say: Say,
         ended: Callable[[bool], None],
+        hosts: frozenset[str] = frozenset(),
     ) -> None:
         self.recording, self.mode, self.timing, self.say = recording, mode, timing, say
         self.ended = ended
+        self.hosts = hosts  # Host names answered besides loopback ones
         self.connections: dict[str, _Connection] = {}
 
     async def handle(self, request: ClientRequest) -> None:
         """Answer one request."""
-        body = await request.read_body(MAX_BODY)
+        named = get_all(request.headers, b"host") or [request.authority]
+        host = named[0].decode("latin-1") if len(named) == 1 else None
+        if not host_allowed(host, "localhost", allowed=self.hosts):
+            await _error(request, 421, "That Host is not this listener's (--allow-host)")
+            return
+        try:
+            body = await request.read_body(MAX_BODY)
+        except ClientTimeout as e:
+            await _error(request, 408, str(e))
+            return
         if isinstance(body, int):
             await _error(request, 413, "Request body too large")
         elif request.target.split(b"?")[0] != b"/acp":

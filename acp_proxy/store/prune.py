@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from acp_proxy.errors import StoreError
+from acp_proxy.errors import StoreError, UsageError
 
 __all__ = ["CHUNK", "capture_tables", "delete_capture", "older_than", "vacuum"]
 
@@ -85,12 +85,16 @@ def delete_capture(
 
 
 def older_than(text: str) -> datetime:
-    """``30d``, ``12h``, ``2w``, ``90m``: the UTC time that long ago."""
+    """``30d``, ``12h``, ``2w``, ``90m``: the UTC time that long ago (:class:`UsageError` for
+    anything else, or an age before the year 1)."""
     units = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
     value, unit = text[:-1], text[-1:]
-    if unit not in units or not value.isdigit():
-        raise ValueError(text)
-    return datetime.now(UTC) - timedelta(**{units[unit]: int(value)})
+    if unit not in units or not (value.isascii() and value.isdigit()):
+        raise UsageError(f"--older-than wants an age such as 30d, 12h, 2w, 90m, not {text!r}")
+    try:
+        return datetime.now(UTC) - timedelta(**{units[unit]: int(value)})
+    except (OverflowError, ValueError):  # before year 1 (or more digits than int() reads)
+        raise UsageError(f"--older-than {text[:40]!r} is further back than a date goes") from None
 
 
 def vacuum(conn: sqlite3.Connection) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 import sqlite3
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any
 from acp_proxy.errors import StoreError, UsageError
 from acp_proxy.protocol.frames import Direction, Frame, Opcode
 from acp_proxy.store.db import connect, default_db_path, migrate
+from acp_proxy.store.numbers import INT64_MAX, fits
 
 __all__ = ["Store", "StoredFrame", "default_db_path"]
 
@@ -60,6 +62,7 @@ class StoredFrame:
 
 
 _MIN_NUMERIC_PREFIX = 4  # an all-digit reference this long may be a uid prefix
+_NUMBER = re.compile(r"(-?)([0-9]+)")  # an id, or -N: the Nth capture back from the latest
 _FRAME_COLUMNS = (
     "capture_id, seq, direction, t_ns, raw, terminated, opcode, size, kind, method, msg_id, "
     "session_id, update_kind, tool_call_id, terminal_id, error_code, anomalies, request_seq, "
@@ -160,23 +163,33 @@ class Store:
                 raise UsageError(f"no captures in {self.path}")
             return rows[0]
         text = str(ref)
-        if text.lstrip("-").isdigit():
-            n = int(text)
-            if n < 0:  # -1 = latest, -2 = the one before
-                rows = self._dicts(
-                    "SELECT * FROM captures ORDER BY id DESC LIMIT 1 OFFSET ?", [-n - 1]
-                )
-            else:
-                rows = self._dicts("SELECT * FROM captures WHERE id = ?", [n])
-                if not rows and len(text) >= _MIN_NUMERIC_PREFIX:
-                    # no such id: a uid prefix that happens to be all digits; a short number
-                    # is an id that is gone, never another capture's uid ("rm 1" twice)
-                    rows = self._by_uid(text)
+        number = _NUMBER.fullmatch(text)
+        n = int(text) if number is not None and len(number.group(2)) <= 19 else None
+        if number is None:
+            rows = [] if text.startswith("-") else self._by_uid(text)
+        elif number.group(1):  # -1 = latest, -2 = the one before
+            back = None if n is None else -n - 1
+            rows = [] if back is None or not fits(back) else self._latest(back)
         else:
-            rows = self._by_uid(text)
+            rows = [] if n is None or not fits(n) else self._by_id(n)
+            if not rows and len(text) >= _MIN_NUMERIC_PREFIX:
+                # no such id: a uid prefix that happens to be all digits; a short number
+                # is an id that is gone, never another capture's uid ("rm 1" twice)
+                rows = self._by_uid(text)
+            if not rows and (n is None or not fits(n)):
+                raise UsageError(
+                    f"capture {text[:40]!r}: no uid starts with it, and an id is at most "
+                    f"{INT64_MAX}"
+                )
         if not rows:
             raise UsageError(f"no capture {text!r} in {self.path}")
         return rows[0]
+
+    def _latest(self, back: int) -> list[dict[str, Any]]:
+        return self._dicts("SELECT * FROM captures ORDER BY id DESC LIMIT 1 OFFSET ?", [back])
+
+    def _by_id(self, n: int) -> list[dict[str, Any]]:
+        return self._dicts("SELECT * FROM captures WHERE id = ?", [n])
 
     def _by_uid(self, prefix: str) -> list[dict[str, Any]]:
         rows = self._dicts(
@@ -364,26 +377,6 @@ class Store:
                 [capture_id],
             )
         )
-
-    def ending_events(
-        self, capture_ids: list[int] | None = None
-    ) -> dict[int, list[dict[str, Any]]]:
-        """The events that say who ended each capture (``signal``, ``terminate``), by capture
-        (every capture's when ``capture_ids`` is None): one query for a whole listing."""
-        sql = (
-            "SELECT capture_id, t_ns, kind, detail FROM events "
-            "WHERE kind IN ('signal', 'terminate')"
-        )
-        args: list[Any] = []
-        if capture_ids is not None:
-            if not capture_ids:
-                return {}
-            sql += f" AND capture_id IN ({','.join('?' * len(capture_ids))})"
-            args = list(capture_ids)
-        out: dict[int, list[dict[str, Any]]] = {}
-        for cid, t_ns, kind, detail in self.conn.execute(sql + " ORDER BY id", args):
-            out.setdefault(int(cid), []).append({"t_ns": t_ns, "kind": kind, "detail": detail})
-        return out
 
     def stream_bytes(self, capture_id: int, direction: Direction) -> bytes:
         """The exact bytes of one direction, frames joined with their terminators."""

@@ -19,6 +19,7 @@ from acp_proxy.store.index import event_text, index_text, stderr_text
 __all__ = ["Cursor", "Hit", "Results", "fts_query", "search", "snippet", "terms"]
 
 _WORD = re.compile(r"\w+")
+_LIMIT_MAX = 100_000  # hits in one page at the most
 
 
 def terms(query: str) -> list[str]:
@@ -137,9 +138,12 @@ class Cursor:
             return cls()
         frames, _, notes = token.partition(".")
         try:
-            return cls(int(frames) if frames else None, int(notes) if notes else None)
+            at = cls(int(frames) if frames else None, int(notes) if notes else None)
         except ValueError as e:
             raise UsageError(f"not a search position: {token!r}") from e
+        if any(x is not None and not 0 <= x < 1 << 63 for x in (at.frames, at.notes)):
+            raise UsageError(f"not a search position: {token!r}")
+        return at
 
 
 class Results(list[Hit]):
@@ -161,6 +165,7 @@ def search(
     starts."""
     match = fts_query(query)
     at = after or Cursor()
+    limit = max(1, min(limit, _LIMIT_MAX))
     try:
         # one more than a page from each: whether there is a next page
         frames = _frames(conn, match, capture_id, limit + 1, at.frames)

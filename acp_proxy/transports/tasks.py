@@ -1,9 +1,9 @@
 """Tasks a listener runs for its connections, to be ended together.
 
 What belongs here: :class:`Tasks`, a set of running asyncio tasks (each connection's or
-stream's work) that forgets each one as it ends; when the listener stops, either waits for
-those left to end on their own or cancels them, waiting for them to finish what cancelling
-runs (recording how a stream ended).
+stream's work) that forgets each one as it ends; when the listener stops, waits for those
+left to end on their own, or cancels them, or both in turn (:meth:`Tasks.settle`),
+waiting for them to finish what cancelling runs (recording how a stream ended).
 """
 
 from __future__ import annotations
@@ -29,6 +29,13 @@ class Tasks:
         """Wait for every task still running to end on its own."""
         for task in list(self.running):
             await task
+
+    async def settle(self, timeout: float) -> None:
+        """Wait at most ``timeout`` seconds for the tasks to end on their own, then cancel
+        those left (and wait for that): a listener stops in bounded time."""
+        if self.running:
+            await asyncio.wait(list(self.running), timeout=timeout)
+        await self.cancel()
 
     async def cancel(self) -> None:
         """Cancel every task still running and wait for each to end."""

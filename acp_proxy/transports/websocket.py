@@ -1,9 +1,11 @@
 """WebSocket endpoints on ``websockets`` (asyncio API) with nothing of our own.
 
 What belongs here: the settings every WebSocket leg is opened with, the server and client
-connection types, :class:`WsEndpoint` (one leg: whole messages in and out with their opcode,
-the close of one leg mirrored on another), :class:`FastLane` (a leg forwarding complete
-messages to another from the protocol callback) and how a leg ended (:class:`Ending`). The
+connection types (a client's leg drops a client that reads nothing for the idle timeout:
+:class:`StallGuard`), :class:`WsEndpoint` (one leg: whole messages in and out with their
+opcode, the close of one leg mirrored on another, within the close timeout whether the
+peer reads or not: :func:`close_within`), the ``lane`` hook a relay forwards complete
+messages through from the protocol callback, and how a leg ended (:class:`Ending`). The
 header policy of the upgrade (what is relayed, what is stored) is
 :mod:`acp_proxy.transports.headers`.
 No recording and no relaying here: a relay installs its fast lane (``relay/lane.py``)
@@ -30,6 +32,7 @@ Fragmented messages are reassembled (one message in, one frame out).
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import dataclasses
 import time
@@ -52,12 +55,15 @@ __all__ = [
     "NO_STATUS",
     "Ended",
     "Ending",
+    "GuardedServerConnection",
     "Lane",
     "Message",
     "RelayClientConnection",
     "RelayServerConnection",
+    "StallGuard",
     "WsEndpoint",
     "WsSettings",
+    "close_within",
     "open_client",
 ]
 
@@ -175,6 +181,38 @@ class Lane(Protocol):
     def flush(self) -> None: ...
 
 
+class StallGuard(Connection):
+    """A connection whose peer reads nothing of what it is sent for :attr:`stall` seconds
+    (the socket's buffer stays full) is dropped: it would hold its slot, and whatever
+    waits to write to it, for ever (the listeners' ``--idle-timeout``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stall: float | None = None
+        self._stalled: asyncio.TimerHandle | None = None
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self.stall is not None and self._stalled is None:
+            self._stalled = self.loop.call_later(self.stall, self.transport.abort)
+
+    def resume_writing(self) -> None:
+        if self._stalled is not None:
+            self._stalled.cancel()
+            self._stalled = None
+        super().resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._stalled is not None:
+            self._stalled.cancel()
+            self._stalled = None
+        super().connection_lost(exc)
+
+
+class GuardedServerConnection(StallGuard, ServerConnection):
+    """A server connection that drops a peer reading nothing (:class:`StallGuard`)."""
+
+
 class _Relaying(Connection):
     """What both legs' connections add: each message's opcode remembered
     (``recv(decode=False)`` gives bytes for both), forwarding on a :class:`FastLane`, and
@@ -209,10 +247,15 @@ class _Relaying(Connection):
         for hook in self.drain_hooks:
             hook()
 
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        for hook in self.drain_hooks:  # it never drains now: whoever waited on it reads on
+            hook()
 
-class RelayServerConnection(_Relaying, ServerConnection):
-    """The client's leg: also carries the relay's per-connection state and tells the relay
-    when the connection is lost."""
+
+class RelayServerConnection(_Relaying, StallGuard, ServerConnection):
+    """The client's leg: also carries the relay's per-connection state, tells the relay
+    when the connection is lost, and drops a client that reads nothing (:class:`StallGuard`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -259,6 +302,19 @@ async def open_client(
     )
     assert isinstance(conn, RelayClientConnection)
     return conn
+
+
+async def close_within(conn: Connection, code: int, reason: str, timeout: float) -> None:
+    """Close ``conn`` with ``code`` and ``reason``, waiting at most ``timeout`` seconds in
+    all; then drop its TCP connection. ``websockets`` waits for the close frame to be
+    written before its own close timeout starts, which is forever when the peer reads
+    nothing: a peer that stopped reading must never hold a relay, nor its shutdown."""
+    try:
+        async with asyncio.timeout(timeout):
+            await conn.close(code, reason)
+    except TimeoutError:
+        conn.transport.abort()
+        await conn.wait_closed()
 
 
 class WsEndpoint:
@@ -310,15 +366,19 @@ class WsEndpoint:
             await conn.wait_closed()
             return
         try:
-            if code == NO_STATUS:
+            if code != NO_STATUS:
+                await close_within(conn, code, why.reason, conn.close_timeout or 10.0)
+                return
+            async with asyncio.timeout(conn.close_timeout or 10.0):  # as close_within
                 if conn.protocol.state is State.OPEN:
                     async with conn.send_context():
                         conn.protocol.send_close()
                 await conn.wait_closed()
-            else:
-                await conn.close(code, why.reason)
         except ConnectionClosed:
             pass
+        except TimeoutError:
+            conn.transport.abort()
+            await conn.wait_closed()
 
 
 def _now() -> int:

@@ -1,58 +1,24 @@
 """Who the web inspector answers: the checks every request passes before anything is read.
 
-What belongs here: a request's ``Host`` must name this server (a page on another site
-that rebinds its DNS name to 127.0.0.1 is refused), an ``Origin``, when sent, must be this
-server's, a cross-site fetch of the API is refused, and with ``--token`` the API wants it
-(``Authorization: Bearer`` or ``?token=``; the rules of
-:class:`acp_proxy.relay.listener.Admission`). A refusal is a :class:`Refused` with its
+What belongs here: a request's ``Host`` must name this server and its port (a page on
+another site that rebinds its DNS name to 127.0.0.1 is refused; the rule is
+:func:`acp_proxy.relay.admission.host_allowed`, with the names of ``--allow-host``), an
+``Origin``, when sent, must be this server's, a cross-site fetch of the API is refused, and
+with ``--token`` the API wants it (``Authorization: Bearer`` or ``?token=``; the rules of
+:class:`acp_proxy.relay.admission.Admission`). A refusal is a :class:`Refused` with its
 HTTP status.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import urllib.parse
 from email.message import Message
 
 from websockets.datastructures import Headers
 from websockets.http11 import Request
 
-from acp_proxy.relay.admission import Admission
+from acp_proxy.relay.admission import Admission, host_allowed
 
-__all__ = ["Refused", "admit", "host_allowed", "is_wildcard"]
-
-
-def is_wildcard(host: str) -> bool:
-    """Whether ``host`` is an address that listens on every interface (``0.0.0.0``, ``::``)."""
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_unspecified
-    except ValueError:
-        return False
-
-
-def host_allowed(header: str | None, listen_host: str, port: int) -> bool:
-    """Whether a request's ``Host`` names this server: a loopback name or the address it
-    listens on, with its port. On a wildcard address (``0.0.0.0``, ``::``), any IP address
-    is accepted too: a DNS rebinding attack needs a name, never an address."""
-    if not header:
-        return False
-    try:
-        parts = urllib.parse.urlsplit("//" + header)
-        name, given = parts.hostname, parts.port
-    except ValueError:
-        return False
-    if name is None or given != port or parts.username or parts.path:
-        return False
-    listen = listen_host.strip("[]").lower()
-    if name in ("127.0.0.1", "localhost", "::1", listen):
-        return True
-    if is_wildcard(listen_host):
-        try:
-            ipaddress.ip_address(name)
-        except ValueError:
-            return False
-        return True
-    return False
+__all__ = ["Refused", "admit"]
 
 
 class Refused(Exception):
@@ -64,12 +30,20 @@ class Refused(Exception):
 
 
 def admit(
-    request_headers: Message, path: str, host: str, port: int, token: str | None, needs_token: bool
+    request_headers: Message,
+    path: str,
+    host: str,
+    port: int,
+    token: str | None,
+    needs_token: bool,
+    allowed: frozenset[str] = frozenset(),
 ) -> None:
     """Raise :class:`Refused` unless the request (its headers, its path with the query) may
-    be answered by the server listening on ``host``:``port`` (with ``token``, if any)."""
+    be answered by the server listening on ``host``:``port`` (with ``token``, if any;
+    ``allowed``: more ``Host`` names to answer)."""
     given = request_headers.get("Host")
-    if len(request_headers.get_all("Host") or []) != 1 or not host_allowed(given, host, port):
+    named = host_allowed(given, host, port=port, allowed=allowed)
+    if len(request_headers.get_all("Host") or []) != 1 or not named:
         raise Refused(421, "this server does not answer for that Host")
     site = request_headers.get("Sec-Fetch-Site")
     if needs_token and site not in (None, "same-origin", "none"):
@@ -80,6 +54,7 @@ def admit(
     admission = Admission(
         token=token if needs_token else None,
         allow_origins=frozenset({f"http://{given}"}),
+        hosts=None,  # checked above, with the port
     )
     refused = admission.refusal(Request(path, headers))
     if refused is not None:

@@ -23,6 +23,7 @@ from acp_proxy.errors import UsageError
 from acp_proxy.protocol.jsonrpc import decode
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct import views as rviews
+from acp_proxy.store.endings import ending_events
 from acp_proxy.store.liveness import capture_state
 from acp_proxy.store.reader import Store, StoredFrame
 from acp_proxy.store.search import Cursor, search, terms
@@ -96,7 +97,9 @@ def capture_row_live(
 
 def captures_json(store: Store) -> list[dict[str, Any]]:
     """Every capture, newest first, with whether it is being recorded."""
-    ends = store.ending_events()
+    ends = ending_events(
+        store,
+    )
     return [capture_row_live(c, ends.get(c["id"])) for c in reversed(store.captures())]
 
 
@@ -104,7 +107,7 @@ def capture_json(store: Store, ref: str) -> dict[str, Any]:
     """A capture's header: what the list shows, and its last seq (an index look-up: a
     capture page opens in the same time whatever its size)."""
     c = store.capture(ref)
-    row = capture_row_live(c, store.ending_events([c["id"]]).get(c["id"]))
+    row = capture_row_live(c, ending_events(store, [c["id"]]).get(c["id"]))
     last = store.conn.execute(
         "SELECT MAX(seq) FROM messages WHERE capture_id = ?", [c["id"]]
     ).fetchone()[0]

@@ -15,19 +15,20 @@ import contextlib
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
 import orjson
 
 from acp_proxy.errors import StoreError, UsageError
 from acp_proxy.export.html import CSP as EXPORT_CSP
 from acp_proxy.store.index import indexed_upto, pending
+from acp_proxy.store.numbers import INT64_MAX, parse_int
 from acp_proxy.store.reader import Store
 from acp_proxy.text.timeline import FrameFilter
 from acp_proxy.ui import api
 from acp_proxy.ui.admission import Refused, admit
+from acp_proxy.ui.bounded import BoundedHandler
 from acp_proxy.ui.state import UiServer
 
 __all__ = ["CSP", "POLL_S", "Handler"]
@@ -42,28 +43,34 @@ _COMMON_HEADERS = (
     ("X-Frame-Options", "DENY"),
     ("Cross-Origin-Resource-Policy", "same-origin"),
 )
-_N = TypeVar("_N", int, float)
 POLL_S = 0.25
 """How often the live feed looks at the database."""
 
 
-def _number(q: dict[str, str], name: str, kind: Callable[[str], _N]) -> _N | None:
-    """Query parameter ``name`` as a number (``int`` or ``float``); None when absent or
-    empty."""
+def _int(q: dict[str, str], name: str) -> int | None:
+    """Query parameter ``name`` as a whole number the database can compare (64 bits);
+    None when absent or empty."""
+    v = q.get(name)
+    if v is None or v == "":
+        return None
+    return parse_int(v, name)
+
+
+def _ms(q: dict[str, str], name: str) -> float | None:
+    """Query parameter ``name``: milliseconds, finite, whose nanoseconds fit in 64 bits."""
     v = q.get(name)
     if v is None or v == "":
         return None
     try:
-        return kind(v)
+        ms = float(v)
     except ValueError:
         raise UsageError(f"{name} must be a number") from None
+    if not abs(ms) * 1e6 < INT64_MAX:  # also refuses inf and nan
+        raise UsageError(f"{name} takes milliseconds of at most {INT64_MAX // 10**6}")
+    return ms
 
 
-def _int(q: dict[str, str], name: str) -> int | None:
-    return _number(q, name, int)
-
-
-class Handler(BaseHTTPRequestHandler):
+class Handler(BoundedHandler):
     """One connection's requests: GET and HEAD only, the API behind admission."""
 
     server: UiServer
@@ -128,7 +135,7 @@ class Handler(BaseHTTPRequestHandler):
         is_api = path.startswith("/api/")
         try:
             cfg = self.server.state.config
-            admit(self.headers, self.path, cfg.host, cfg.port, cfg.token, needs_token=is_api)
+            admit(self.headers, self.path, cfg.host, cfg.port, cfg.token, is_api, cfg.allow_hosts)
             if is_api:
                 self._api(path[len("/api/") :], query)
             else:
@@ -216,16 +223,14 @@ class Handler(BaseHTTPRequestHandler):
                     after=-1 if after is None else after,
                     limit=_int(q, "limit") or api.PAGE,
                     flt=flt,
-                    from_ms=_number(q, "from_ms", float),
-                    to_ms=_number(q, "to_ms", float),
+                    from_ms=_ms(q, "from_ms"),
+                    to_ms=_ms(q, "to_ms"),
                 )
             )
         elif len(rest) == 2 and rest[0] == "frames":
-            try:
-                seq = int(rest[1])
-            except ValueError:
-                raise UsageError("no such frame (a frame is a number)") from None
-            self._json(api.frame_detail(store, cid, seq))
+            if not rest[1].strip().lstrip("+-").isdigit():
+                raise UsageError("no such frame (a frame is a number)")
+            self._json(api.frame_detail(store, cid, parse_int(rest[1], "frame", minimum=0)))
         elif rest == ["log"]:
             offset = _int(q, "offset")
             if offset is not None and offset < 0:

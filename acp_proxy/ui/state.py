@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
+from acp_proxy.record.link import stderr_warn
+from acp_proxy.relay.admission import is_wildcard
+from acp_proxy.transports.accept import BACKLOG, OUT_OF_RESOURCES, Backoff
+from acp_proxy.transports.timeouts import Timeouts
 from acp_proxy.ui import api
-from acp_proxy.ui.admission import is_wildcard
 from acp_proxy.ui.indexer import Indexer
 
 __all__ = ["State", "UiConfig", "UiServer"]
@@ -49,6 +54,8 @@ class UiConfig:
     port: int = 8700
     token: str | None = None
     index: bool = True
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    allow_hosts: frozenset[str] = frozenset()  # Host names answered besides this server's
 
 
 @dataclass
@@ -63,13 +70,19 @@ class State:
 
 
 class UiServer(ThreadingHTTPServer):
-    """The inspector's HTTP server: a thread per connection, the :class:`State` for all."""
+    """The inspector's HTTP server: a thread per connection, the :class:`State` for all.
+    Each connection is held to the listeners' timeouts (:mod:`acp_proxy.ui.bounded`);
+    out of descriptors, ``accept`` backs off as the other listeners' does
+    (:class:`acp_proxy.transports.accept.Backoff`), saying so on stderr now and then."""
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = BACKLOG  # connections the kernel keeps waiting (5 by default)
 
     def __init__(self, state: State, handler: type[BaseHTTPRequestHandler]) -> None:
         self.state = state
+        self.timeouts = state.config.timeouts
+        self.backoff = Backoff()
         host = state.config.host
         self.address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
         super().__init__((host.strip("[]"), state.config.port), handler)
@@ -86,6 +99,22 @@ class UiServer(ThreadingHTTPServer):
         if self.state.config.token:
             url += "?token=" + urllib.parse.quote(self.state.config.token, safe="")
         return url
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        try:
+            accepted = super().get_request()
+        except OSError as e:  # (the base class then skips this turn)
+            if e.errno not in OUT_OF_RESOURCES:
+                raise
+            delay, line = self.backoff.failed(time.monotonic(), e)
+            if line is not None:
+                stderr_warn(line)
+            self.state.stop.wait(delay)  # not spinning on a socket that stays readable
+            raise
+        line = self.backoff.accepted(time.monotonic())
+        if line is not None:
+            stderr_warn(line)
+        return accepted
 
     def shutdown(self) -> None:
         self.state.stop.set()

@@ -124,7 +124,7 @@ def test_captures_n_zero_and_negative(demo: tuple[Path, Path]) -> None:
     r = cli("captures", "-n", "0", "--db", str(db), "--json")
     assert r.returncode == 0 and json.loads(r.stdout) == []
     r = cli("captures", "-n", "-1", "--db", str(db))
-    assert r.returncode == 2 and "-1 is not in the range" in r.stderr
+    assert r.returncode == 2 and "--limit takes a number of 0 or more" in r.stderr
 
 
 def test_tail_says_a_jsonl_export_is_for_show(demo: tuple[Path, Path]) -> None:

@@ -275,10 +275,12 @@ async def test_stopping_the_listener_mid_stream_is_recorded(db: Any) -> None:
         async with running_http_proxy(db, up.url) as proxy:
             u = urllib.parse.urlsplit(proxy.url)
             reader, writer = await asyncio.open_connection(u.hostname, u.port)
-            writer.write(b"GET /acp HTTP/1.1\r\nHost: x\r\nAcp-Connection-Id: c1\r\n\r\n")
+            writer.write(b"GET /acp HTTP/1.1\r\nHost: localhost\r\nAcp-Connection-Id: c1\r\n\r\n")
             got = b""
             while b'{"a":1}' not in got:
-                got += await reader.read(65536)
+                more = await asyncio.wait_for(reader.read(65536), 30)
+                assert more, got
+                got += more
         rest = await asyncio.wait_for(reader.read(), 30)  # the stream is cut, not finished
         assert b"0\r\n\r\n" not in rest
         writer.close()

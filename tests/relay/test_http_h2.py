@@ -379,7 +379,7 @@ async def test_an_upgrade_with_a_body_or_bad_settings_is_answered_in_http11(db: 
         for extra, body in asks:
             reader, writer = await asyncio.open_connection(u.hostname, u.port)
             writer.write(
-                b"POST /acp HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n"
+                b"POST /acp HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade, HTTP2-Settings\r\n"
                 b"Upgrade: h2c\r\n" + extra + b"\r\n" + body
             )
             got = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)

@@ -98,7 +98,7 @@ async def test_two_upgrade_headers_are_not_a_crash(db: Path) -> None:
         host, port = proxy.url.removeprefix("ws://").rsplit(":", 1)
         reader, writer = await asyncio.open_connection(host, int(port))
         writer.write(
-            b"GET /acp HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nUpgrade: websocket\r\n"
+            b"GET /acp HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\nUpgrade: websocket\r\n"
             b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
             b"Sec-WebSocket-Version: 13\r\n\r\n"
         )

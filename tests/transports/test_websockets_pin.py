@@ -16,6 +16,7 @@ import websockets
 from support.paths import ROOT
 from websockets.asyncio.connection import Connection
 from websockets.asyncio.messages import Assembler
+from websockets.asyncio.server import Server, ServerConnection
 from websockets.protocol import Protocol
 
 
@@ -31,7 +32,7 @@ def test_the_installed_version_is_inside_the_pin() -> None:
 def test_the_hooks_exist_with_the_shapes_we_call() -> None:
     # overridden: called with one argument each
     for name, arity in (("data_received", 2), ("process_event", 2), ("connection_lost", 2),
-                        ("resume_writing", 1)):  # fmt: skip
+                        ("resume_writing", 1), ("pause_writing", 1)):  # fmt: skip
         assert len(inspect.signature(getattr(Connection, name)).parameters) == arity, name
     # called: sending what the protocol produced, and its buffers
     assert len(inspect.signature(Connection.send_data).parameters) == 1
@@ -41,3 +42,8 @@ def test_the_hooks_exist_with_the_shapes_we_call() -> None:
     # read: the assembler's pause flag, the connection's write-pause flag
     assert "paused" in inspect.getsource(Assembler.__init__)
     assert "self.paused" in inspect.getsource(Connection.pause_writing)
+    # the upgrade request awaited apart from the rest of the handshake (its head timeout),
+    # and whether the server still serves, asked of whatever HandOver sets as its server
+    assert "self.request_rcvd" in inspect.getsource(ServerConnection.__init__)
+    assert "self.server.is_serving()" in inspect.getsource(ServerConnection.handshake)
+    assert "self.server.is_serving()" in inspect.getsource(Server.is_serving)

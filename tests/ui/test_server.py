@@ -193,3 +193,31 @@ def test_search_route_finds_and_links(url: str) -> None:
     assert isinstance(f, dict) and "write_text_file" in f["text"]
     status, _, body = request(url, "/api/search?q=%22%22", {"Host": _host(url)})
     assert status == 400 and b"nothing to search" in body
+
+
+HUGE = "99999999999999999999"  # more than 2^63 - 1: SQLite cannot bind it
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/api/captures/1/frames/{HUGE}",
+        f"/api/captures/1/state?at={HUGE}",
+        f"/api/captures/1/frames?after={HUGE}",
+        f"/api/captures/1/frames?after=-{HUGE}",
+        f"/api/captures/1/frames?limit={HUGE}",
+        "/api/captures/1/frames?from_ms=1e400",
+        "/api/captures/1/frames?to_ms=nan",
+        f"/api/captures/1/view/turns?at={HUGE}",
+        f"/api/search?q=tool&before={HUGE}",
+        f"/api/search?q=tool&limit={HUGE}",
+        f"/api/captures/{HUGE}",
+        f"/api/captures/{HUGE}/frames",
+    ],
+)
+def test_numbers_too_large_for_sqlite_are_a_400(url: str, path: str) -> None:
+    status, headers, body = request(url, path, {"Host": _host(url)})
+    assert status == 400, body
+    assert headers["content-type"] == "application/json" and json.loads(body)["error"]
+    status, _, _ = request(url, "/api/captures", {"Host": _host(url)})
+    assert status == 200  # and the server is still there

@@ -29,7 +29,7 @@ from acp_proxy.relay.http.connections import AcpConnection, stored_headers
 from acp_proxy.relay.http.upstreams import Reply, UpstreamFailed
 from acp_proxy.text.safe import visible
 from acp_proxy.transports.headers import redact_url, without_params
-from acp_proxy.transports.http.common import ClientRequest
+from acp_proxy.transports.http.common import ClientRequest, ClientTimeout
 from acp_proxy.transports.http.h2client import reason_of
 from acp_proxy.transports.http.headers import decoded, get_all, relay_headers
 
@@ -137,7 +137,10 @@ class Exchange:
     async def _run(self, acp: AcpConnection) -> bool:
         cfg = self.front.config
         client = self.client
-        refusal = cfg.admission.refusal(WsRequest(self.target, Headers(decoded(client.headers))))
+        headers = Headers(decoded(client.headers))
+        if "Host" not in headers and client.authority:  # HTTP/2 names it so
+            headers["Host"] = client.authority.decode("latin-1")
+        refusal = cfg.admission.refusal(WsRequest(self.target, headers))
         if refusal is not None:
             return await self.answer(acp, refusal[0], "refused", refusal[1]) and False
         full = self.conn.admit()
@@ -173,13 +176,18 @@ class Exchange:
             self.conn.upstreams.release(reply)
 
     async def _read_body(self, acp: AcpConnection) -> bytes | None:
-        """The whole body, or None when it is over ``--max-size`` (then answered 413)."""
+        """The whole body, or None when it is over ``--max-size`` (then answered 413) or
+        did not come within ``--body-timeout`` (408: its slot is not held any longer)."""
         limit = self.front.max_size
         declared = get_all(self.client.headers, b"content-length")
         if declared and declared[0].strip().isdigit() and int(declared[0]) > limit:
             await self._too_big(acp, int(declared[0]))
             return None
-        body = await self.client.read_body(limit)
+        try:
+            body = await self.client.read_body(limit)
+        except ClientTimeout as e:
+            await self.answer(acp, 408, "timed_out", f"{e} (--body-timeout)", direction="c2a")
+            return None
         if isinstance(body, int):
             await self._too_big(acp, body)
             return None

@@ -69,7 +69,9 @@ class Front:
         self.sessions.run(work)
 
     async def shutdown(self) -> None:
+        """End every connection: exchanges at once (a stream is recorded as cut by us),
+        WebSocket sessions within :attr:`ServeConfig.settle` seconds."""
         await self.sessions.cancel()
         if self.upgrades is not None:
-            await self.upgrades.close()
+            await self.upgrades.close(self.config.settle)
         self.acp.close_all()

@@ -74,7 +74,7 @@ class H1ClientConnection(ClientConnection):
                     return
                 if not await Exchange(self, H1Request(leg, event)).run() or not leg.reusable():
                     break
-                event = await leg.next_event()
+                event = await leg.next_request()
         except (h11.ProtocolError, ClientGone, OSError):
             pass
         finally:

@@ -26,7 +26,7 @@ __all__ = ["H2ClientConnection"]
 class H2ClientConnection(ClientConnection):
     def __init__(self, front: Front, *, prior_knowledge: bool) -> None:
         super().__init__(front, http2_upstream=front.http2_upstream(prior_knowledge))
-        self.leg = H2ClientLeg(self._stream)
+        self.leg = H2ClientLeg(self._stream, front.config.timeouts)
         self.streams = Tasks()
 
     def _stream(self, request: H2Request) -> None:

@@ -12,8 +12,11 @@ connection's first bytes say what it is:
 - any other request: HTTP/1.1 (:mod:`acp_proxy.relay.http.h1`), which may ask for
   HTTP/2 with ``Upgrade: h2c``.
 
-Admission is ``ws``'s: the token and origin rules of
-:class:`acp_proxy.relay.admission.Admission` apply to every request, and the listener's
+Admission is ``ws``'s: the ``Host``, token and origin rules of
+:class:`acp_proxy.relay.admission.Admission` apply to every request, connections are
+accepted by :class:`acp_proxy.transports.accept.Acceptor` (which survives running out of
+descriptors) and held to the listener's timeouts (a head, a body, an idle wait:
+:class:`acp_proxy.transports.timeouts.Timeouts`), and the listener's
 :class:`acp_proxy.relay.capacity.Capacity` counts connections of both transports (an
 HTTP/2 connection once more for each stream beyond the first at once). Which capture a
 request belongs to is :mod:`acp_proxy.relay.http.connections`; what crosses and what is
@@ -30,11 +33,13 @@ from collections.abc import Callable
 import h11
 
 from acp_proxy.record.link import RecorderLink
+from acp_proxy.relay import warn
 from acp_proxy.relay.admission import ServeConfig, check_listen_address
 from acp_proxy.relay.http.front import Front
 from acp_proxy.relay.http.h1 import H1ClientConnection
 from acp_proxy.relay.http.h2 import H2ClientConnection
 from acp_proxy.relay.http.upgrade import Upgrades
+from acp_proxy.transports.accept import Acceptor, listening_sockets
 from acp_proxy.transports.http.legs import ClientLeg, FirstRequest
 
 __all__ = ["serve", "ws_url_of"]
@@ -81,18 +86,17 @@ async def serve(
     assert config.upstream is not None
     front = Front(config, writer)
     first = _first_request(front)
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(lambda: ClientLeg(first), config.host, config.port)
-    sock = next(iter(server.sockets))
-    host, port = sock.getsockname()[:2]
+    sockets = listening_sockets(config.host, config.port)
+    acceptor = Acceptor(sockets, lambda: ClientLeg(first, config.timeouts), warn)
+    host, port = sockets[0].getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     front.acp.listen_url = f"http://{shown}:{port}"
     ws_config = dataclasses.replace(config, upstream=ws_url_of(config.upstream))
-    front.upgrades = Upgrades(ws_config, writer, front.capacity, server, f"ws://{shown}:{port}")
+    front.upgrades = Upgrades(ws_config, writer, front.capacity, f"ws://{shown}:{port}")
     if ready is not None:
         ready(front.acp.listen_url)
     try:
         await stop.wait()
     finally:
-        server.close()
+        acceptor.close()
         await front.shutdown()

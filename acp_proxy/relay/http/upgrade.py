@@ -26,12 +26,7 @@ class Upgrades:
     """Turns accepted connections into WebSocket relay connections."""
 
     def __init__(
-        self,
-        config: ServeConfig,
-        writer: RecorderLink,
-        capacity: Capacity,
-        listening: asyncio.Server,
-        listen_url: str,
+        self, config: ServeConfig, writer: RecorderLink, capacity: Capacity, listen_url: str
     ) -> None:
         self.front = Front(config, writer)
         self.front.capacity = capacity  # one listener, one limit for both transports
@@ -39,7 +34,7 @@ class Upgrades:
         self.hand_over = HandOver(
             self.front.handler,
             config.settings,
-            listening,
+            timeouts=config.timeouts,
             process_request=self.front.process_request,
             process_response=self.front.process_response,
             select_subprotocol=self.front.select_subprotocol,
@@ -51,8 +46,8 @@ class Upgrades:
         read from it so far (the upgrade request, perhaps more)."""
         self.hand_over.take(transport, received)
 
-    async def close(self) -> None:
+    async def close(self, settle: float) -> None:
         """Close open WebSocket connections with 1001 (going away), as ``ws`` does on a
-        signal, and wait for their sessions to be recorded."""
-        await self.hand_over.close(1001)
-        await self.front.tasks.wait()
+        signal, and wait (at most ``settle`` seconds) for their sessions to be recorded."""
+        await self.hand_over.close(1001, settle)
+        await self.front.tasks.settle(settle)

@@ -5,7 +5,7 @@ What belongs here: :class:`ClientRequest`, a request from the client and the way
 it, as an HTTP/1.1 request (:class:`acp_proxy.transports.http.legs.H1Request`) and an
 HTTP/2 stream (:class:`acp_proxy.transports.http.h2client.H2Request`) both provide it;
 :class:`End`, the end of a body; the errors the legs raise (:class:`ClientGone`,
-:class:`UpstreamDropped`).
+:class:`ClientTimeout`, :class:`UpstreamDropped`).
 """
 
 from __future__ import annotations
@@ -14,13 +14,27 @@ import asyncio
 import dataclasses
 from typing import Protocol
 
-__all__ = ["ClientGone", "ClientRequest", "End", "UpstreamDropped", "describe", "peer_of"]
+__all__ = [
+    "ClientGone",
+    "ClientRequest",
+    "ClientTimeout",
+    "End",
+    "UpstreamDropped",
+    "describe",
+    "peer_of",
+]
 
 Raw = list[tuple[bytes, bytes]]
 
 
 class ClientGone(Exception):
     """The client closed or lost its connection (or, over HTTP/2, reset the stream)."""
+
+
+class ClientTimeout(ClientGone):
+    """The client did not send in time what it had to (a request's head or its body,
+    :class:`acp_proxy.transports.timeouts.Timeouts`): answered 408 where it still can be,
+    then the connection (or the HTTP/2 stream) is ended."""
 
 
 class UpstreamDropped(Exception):
@@ -45,13 +59,14 @@ def peer_of(transport: asyncio.BaseTransport | None) -> str:
 
 class ClientRequest(Protocol):
     """A request from the client and the way back to it. ``headers`` are its fields as
-    received (HTTP/2: without the pseudo-header fields); ``gone`` is set when the client
-    left (HTTP/2: or reset the stream); ``read_body`` gives the whole body, or its size
-    so far once over the limit."""
+    received (HTTP/2: without the pseudo-header fields, ``:authority`` being
+    ``authority``); ``gone`` is set when the client left (HTTP/2: or reset the stream);
+    ``read_body`` gives the whole body, or its size so far once over the limit."""
 
     version: str
     method: bytes
     target: bytes
+    authority: bytes
     headers: Raw
     gone: asyncio.Event
 

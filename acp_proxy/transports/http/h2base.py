@@ -11,7 +11,8 @@ Bounded memory, both ways:
 
 - sending: a piece of a body is written only as far as the peer's window for the stream
   (and the connection) allows, and only while the socket takes it (asyncio's write
-  buffer limits): a slow reader stops us, and so the sender behind us;
+  buffer limits): a slow reader stops us, and so the sender behind us (a client that
+  reads nothing at all for :attr:`H2Side.stall` seconds is dropped);
 - receiving: the window of a stream is given back only for bytes that were consumed
   (relayed on, :meth:`H2Side.consumed`), so a stream holds at most its window
   (:data:`STREAM_WINDOW`) of bytes not yet relayed; the connection's window is that times
@@ -111,6 +112,9 @@ class H2Side:
         self.writable = asyncio.Event()
         self.writable.set()
         self.lost: str | None = None  # why the connection is gone
+        self.stall: float | None = None  # seconds the peer may read nothing (None: forever)
+        self.drop: Callable[[], None] | None = None  # drops the connection when it does
+        self.emptied: Callable[[], None] | None = None  # called when no stream is left
 
     def settings(self) -> dict[int, int]:
         return {
@@ -180,7 +184,21 @@ class H2Side:
                 raise StreamGone("stream closed") from e
             view = view[size:]
             self.flush()
+            await self._drained()
+
+    async def _drained(self) -> None:
+        if self.writable.is_set():
+            return
+        if self.stall is None:
             await self.writable.wait()
+            return
+        try:
+            async with asyncio.timeout(self.stall):
+                await self.writable.wait()
+        except TimeoutError:
+            self.connection_gone(f"the peer read nothing for {self.stall:g} s")
+            if self.drop is not None:
+                self.drop()
 
     def _check(self, stream: H2Stream) -> None:
         if stream.cut is not None:
@@ -214,9 +232,13 @@ class H2Side:
                 self.conn.acknowledge_received_data(size, stream.id)
             self.flush()
 
+    def _let_go(self, stream: H2Stream) -> None:
+        if self.streams.pop(stream.id, None) is not None and not self.streams and self.emptied:
+            self.emptied()
+
     def reset(self, stream: H2Stream, code: int = h2.errors.ErrorCodes.CANCEL) -> None:
         """Reset the stream (when it is still open) and forget it."""
-        self.streams.pop(stream.id, None)
+        self._let_go(stream)
         stream.gone("reset by us")
         if self.lost is None:
             try:
@@ -227,7 +249,7 @@ class H2Side:
 
     def forget(self, stream: H2Stream) -> None:
         """The exchange on ``stream`` is over; its unread bytes' window goes back."""
-        self.streams.pop(stream.id, None)
+        self._let_go(stream)
         unread = sum(item[2] for item in stream.items if item[0] == "data")
         stream.items.clear()
         if unread and self.lost is None:

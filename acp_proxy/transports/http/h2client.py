@@ -20,8 +20,9 @@ from typing import Any
 import h2.errors
 import h2.events
 
-from acp_proxy.transports.http.common import ClientGone, peer_of
+from acp_proxy.transports.http.common import ClientGone, ClientTimeout, peer_of
 from acp_proxy.transports.http.h2base import H2Protocol, H2Stream, StreamGone
+from acp_proxy.transports.timeouts import Timeouts
 
 __all__ = ["H2ClientLeg", "H2Request", "reason_of"]
 
@@ -39,13 +40,17 @@ def reason_of(status: int) -> bytes:
 
 class H2ClientLeg(H2Protocol):
     """A client's HTTP/2 connection. ``start`` takes the transport over with the bytes read
-    so far (the preface, or what followed an upgrade)."""
+    so far (the preface, or what followed an upgrade). With no stream open for
+    ``timeouts.idle`` seconds it is closed (``GOAWAY``), and so it is when the client
+    reads nothing for as long."""
 
-    def __init__(self, on_request: OnRequest) -> None:
+    def __init__(self, on_request: OnRequest, timeouts: Timeouts | None = None) -> None:
         super().__init__(client_side=False)
         self.on_request = on_request
+        self.timeouts = timeouts or Timeouts()
         self.closed = asyncio.Event()
         self.peer = "?"
+        self._idle: asyncio.TimerHandle | None = None
 
     def start(
         self,
@@ -57,6 +62,8 @@ class H2ClientLeg(H2Protocol):
         request that asked for ``h2c``, and that request, now stream 1."""
         self.transport = transport
         self.peer = peer_of(transport)
+        self.side.stall, self.side.drop = self.timeouts.idle, transport.abort
+        self.side.emptied = self._arm_idle
         self.begin(upgrade[0] if upgrade is not None else None)
         transport.set_protocol(self)
         transport.resume_reading()
@@ -66,9 +73,28 @@ class H2ClientLeg(H2Protocol):
             self.on_request(request)
         if received:
             self.data_received(received)
+        if not self.side.streams:
+            self._arm_idle()
+
+    def _arm_idle(self) -> None:
+        self._disarm()
+        if self.side.lost is None:
+            loop = asyncio.get_running_loop()
+            self._idle = loop.call_later(self.timeouts.idle, self._idle_out)
+
+    def _disarm(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+
+    def _idle_out(self) -> None:
+        self._idle = None
+        if not self.side.streams:
+            self.close()
 
     def event(self, event: Any) -> None:
         if isinstance(event, h2.events.RequestReceived):
+            self._disarm()
             stream = H2Stream(event.stream_id)
             self.side.streams[event.stream_id] = stream
             self.on_request(H2Request(self, stream, list(event.headers)))
@@ -77,6 +103,7 @@ class H2ClientLeg(H2Protocol):
             self.side.handle(event)
 
     def lose(self, reason: str) -> None:
+        self._disarm()
         super().lose(reason)
         self.closed.set()
 
@@ -133,7 +160,16 @@ class H2Request:
         return True  # streams are not reused
 
     async def read_body(self, limit: int) -> bytes | int:
-        """The whole body; or its size so far once over ``limit``."""
+        """The whole body, within ``timeouts.body`` (else :class:`ClientTimeout`); or its
+        size so far once over ``limit``."""
+        seconds = self.leg.timeouts.body
+        try:
+            async with asyncio.timeout(seconds):
+                return await self._read_body(limit)
+        except TimeoutError:
+            raise ClientTimeout(f"request body not received within {seconds:g} s") from None
+
+    async def _read_body(self, limit: int) -> bytes | int:
         body = bytearray()
         while True:
             try:

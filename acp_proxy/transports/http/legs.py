@@ -17,6 +17,9 @@ recording here: that is :mod:`acp_proxy.relay.http`.
   (asyncio's write buffer limits), so a slow reader pushes back on the sender.
 - The first request of a client connection is parsed in the protocol callback, so that a
   WebSocket upgrade can take the connection over with every byte read so far.
+- Bounded time (:class:`acp_proxy.transports.timeouts.Timeouts`): a request head, its
+  body, the wait for the next request and a client reading nothing of what it is sent
+  each have a timeout; a client that closes before a whole head is closed at once.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from typing import Any
 
 import h11
 
-from acp_proxy.transports.http.common import ClientGone, peer_of
+from acp_proxy.transports.http.common import ClientGone, ClientTimeout, peer_of
+from acp_proxy.transports.timeouts import Timeouts, plain_answer
 
 __all__ = ["MAX_HEAD", "READ_LIMIT", "ClientLeg", "H1Request", "UpstreamLeg"]
 
@@ -50,10 +54,13 @@ FirstRequest = Callable[["ClientLeg", h11.Request | None, bytes], None]
 class ClientLeg(asyncio.Protocol):
     """A client's connection. ``first(leg, request, raw)`` is called (in the callback) with
     the first request and every byte read so far, and may take the transport over (a
-    WebSocket upgrade, HTTP/2: the leg then sees nothing more)."""
+    WebSocket upgrade, HTTP/2: the leg then sees nothing more). The first request's head
+    must come within ``timeouts.head`` of the connection's opening."""
 
-    def __init__(self, first: FirstRequest) -> None:
+    def __init__(self, first: FirstRequest, timeouts: Timeouts | None = None) -> None:
         self._first = first
+        self.timeouts = timeouts or Timeouts()
+        self._timer: asyncio.TimerHandle | None = None
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         self.transport: asyncio.Transport | None = None
         self.request: h11.Request | None = None
@@ -77,6 +84,30 @@ class ClientLeg(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(self.timeouts.head, self._head_late)
+
+    def _head_late(self) -> None:
+        """The first head did not come in time: 408 when part of it came, else closed."""
+        self._timer = None
+        if self._raw is None or self.transport is None:
+            return
+        if self._raw:
+            self._refuse(408, f"request head not received within {self.timeouts.head:g} s")
+        else:
+            self.transport.close()
+        self._raw = None
+
+    def _refuse(self, status: int, message: str) -> None:
+        assert self.transport is not None
+        self.transport.write(plain_answer(status, message))
+        self.transport.close()
+
+    def _sniffed(self) -> None:
+        self._raw = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def data_received(self, data: bytes) -> None:
         if self._raw is not None:
@@ -93,37 +124,38 @@ class ClientLeg(asyncio.Protocol):
         self._raw += data
         if _PREFACE.startswith(bytes(self._raw[:24])):
             if len(self._raw) >= len(_PREFACE):
-                raw, self._raw = bytes(self._raw), None
+                raw = bytes(self._raw)
+                self._sniffed()
                 self._first(self, None, raw)
             return  # all of it, or the start of a preface
         try:
             self.h11.receive_data(data)
             event = self.h11.next_event()
         except h11.RemoteProtocolError as e:
-            self._raw = None
-            status = e.error_status_hint
-            body = f"acp-proxy: bad request ({e})\n".encode()
-            head = f"HTTP/1.1 {status} Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n"
-            self.transport.write(
-                head.encode() + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
-            )
-            self.transport.write(body)
-            self.transport.close()
+            self._sniffed()
+            self._refuse(e.error_status_hint, f"bad request ({e})")
             return
         if event is h11.NEED_DATA:
             return
         assert isinstance(event, h11.Request)
-        raw, self._raw = bytes(self._raw), None
+        raw = bytes(self._raw)
+        self._sniffed()
         self.request = event
         self._first(self, event, raw)
 
     def eof_received(self) -> bool:
+        if self._raw is not None:  # closed before a whole head: nothing to answer
+            self._sniffed()
+            return False  # asyncio closes the transport, freeing its descriptor now
         self._eof = True
         self._arrived.set()
         self.gone.set()
         return True  # we close once the exchange is recorded
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._eof = self.lost = True
         self._arrived.set()
         self._writable.set()
@@ -159,15 +191,50 @@ class ClientLeg(asyncio.Protocol):
                 self._arrived.clear()
                 await self._arrived.wait()
 
+    async def next_request(self) -> Any:
+        """The next request of a kept-alive connection (its first ``h11`` event): its
+        first byte must come within ``timeouts.idle``, then its head within
+        ``timeouts.head`` (or it is answered 408); ``h11.ConnectionClosed`` when the client
+        closed or a wait ran out."""
+        event = self.h11.next_event()  # a request sent before the last answer ended
+        if event is not h11.NEED_DATA:
+            return event
+        try:
+            async with asyncio.timeout(self.timeouts.idle):
+                while not self._pending and not self._eof:
+                    self._arrived.clear()
+                    await self._arrived.wait()
+        except TimeoutError:
+            return h11.ConnectionClosed()
+        try:
+            async with asyncio.timeout(self.timeouts.head):
+                return await self.next_event()
+        except TimeoutError:
+            if self.transport is not None and not self.lost:
+                self._refuse(408, f"request head not received within {self.timeouts.head:g} s")
+            return h11.ConnectionClosed()
+
     async def send(self, event: Any) -> None:
         if self.lost or self.transport is None or self.transport.is_closing():
             raise ClientGone
         data = self.h11.send(event)
         if data:
             self.transport.write(data)
-        await self._writable.wait()
+        await self.drained()
         if self.lost:
             raise ClientGone
+
+    async def drained(self) -> None:
+        """Until the socket takes more; a client that reads nothing for
+        ``timeouts.idle`` is dropped (:class:`ClientGone`)."""
+        if self._writable.is_set():
+            return
+        try:
+            async with asyncio.timeout(self.timeouts.idle):
+                await self._writable.wait()
+        except TimeoutError:
+            self.abort()
+            raise ClientGone(f"the client read nothing for {self.timeouts.idle:g} s") from None
 
     def reusable(self) -> bool:
         """Ready for the next request on this connection (both sides done, keep-alive)."""
@@ -200,6 +267,7 @@ class H1Request:
     """One request of a client's HTTP/1.1 connection, and its answer."""
 
     version = "1.1"
+    authority = b""  # HTTP/1.1 says it in Host
 
     def __init__(self, leg: ClientLeg, request: h11.Request) -> None:
         self.leg = leg
@@ -221,7 +289,16 @@ class H1Request:
         return self.leg.h11.their_state is h11.DONE
 
     async def read_body(self, limit: int) -> bytes | int:
-        """The whole body; or its size so far once over ``limit``."""
+        """The whole body, within ``timeouts.body`` (else :class:`ClientTimeout`); or its
+        size so far once over ``limit``."""
+        seconds = self.leg.timeouts.body
+        try:
+            async with asyncio.timeout(seconds):
+                return await self._read_body(limit)
+        except TimeoutError:
+            raise ClientTimeout(f"request body not received within {seconds:g} s") from None
+
+    async def _read_body(self, limit: int) -> bytes | int:
         leg = self.leg
         if leg.h11.they_are_waiting_for_100_continue:
             await leg.send(h11.InformationalResponse(status_code=100, headers=[]))
