@@ -231,11 +231,20 @@ function captureHeader(c) {
       ` · started ${c.started_at} · `, el("span", { id: "capture-count" }, `${c.messages} frames`), " · ",
       c.live ? el("span", { class: "badge live", id: "capture-live" }, "● live") : null, " ",
       el("span", { id: "capture-status" }, c.status), c.label ? ` · label ${c.label}` : ""),
+    c.chain ? chainLine(c) : null,
     (c.last_stderr || []).length ? el("div", { id: "last-stderr" },
       el("span", { class: "muted" }, "last on the agent's stderr (", el("a", { href: hash("c", c.id, "log") }, "all of it"), "):"),
       el("pre", { class: "stderr" }, c.last_stderr.map((e) => [stderrLine(e), "\n"]))) : null,
     el("div", { class: "exports" }, "Export: ", ex("html", "HTML page"), ex("jsonl", "JSONL (exact bytes)"),
       ex("patch", "patch"), ex("asciicast", "asciicast")));
+}
+
+function chainLine(c) {
+  const ch = c.chain;
+  return el("div", { id: "chain" }, `hop ${ch.hop} of proxy chain `, el("span", { class: "mono" }, ch.id.slice(0, 12)), ": ",
+    ch.hops.map((h, i) => [i ? " → " : "", h.capture === c.id
+      ? el("strong", {}, `hop ${i} (${h.role})`)
+      : el("a", { href: hash("c", h.capture, "f") }, `hop ${i} (${h.role}, capture ${h.capture})`)]));
 }
 
 async function showCapture(cid, tab, item) {
