@@ -11,6 +11,10 @@ session from one prompt to the next):
 - tool calls (in order of appearance; ids are random per run and not compared): title,
   kind, the statuses they went through;
 - stop reasons (v1 prompt answer, v2 idle ``state_update``), errors (both directions);
+- a child session's messages (docs/protocol.md §13.1) belong to its parent's turn in
+  progress; a prompt sent again with the ``idempotencyKey`` of an earlier prompt of its
+  session is a retry of that turn (§13.3), counted in its ``retries``, never a turn of its
+  own, and its answer is not a message of the turn;
 - what the agent announced on its own time (:data:`AMBIENT` updates, an extension's
   notifications before any turn): which, not where — a run that announced less diverges;
 - files written (``fs/write_text_file``, v1 ``diff`` content, v2 diff ``changes``).
@@ -34,7 +38,7 @@ import orjson
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Kind
 from acp_proxy.replay.detail import add_details, compare_detail, compare_tool_detail
-from acp_proxy.replay.mapper import Mapper
+from acp_proxy.replay.mapper import Mapper, child_announced
 from acp_proxy.replay.match import Message, session_of
 from acp_proxy.replay.summary import Divergence, RunSummary, ToolCall, Turn, error_text
 
@@ -111,7 +115,9 @@ def summarise_run(
     by_seq = {m.seq: m for m in messages}
     run = RunSummary()
     current: dict[str, Turn] = {}  # session → its turn in progress
-    prompt_session: dict[int, str] = {}
+    keyed: dict[tuple[str, str], Turn] = {}  # (session, idempotencyKey) → its turn
+    retries: set[int] = set()  # seqs of retried prompts: their answers are the first one's
+    parents: dict[str, str] = {}  # child session → parent, as announced
     tools: dict[str, ToolCall] = {}
     sessions: dict[str, int] = {}
 
@@ -127,6 +133,15 @@ def summarise_run(
             return mapper.live_to_rec_sid.get(sid, sid)
         return sid
 
+    def turn_of(sid: str | None) -> Turn:
+        """The turn in progress of ``sid``, or of the nearest ancestor that has one: a
+        child session's work is part of its parent's turn."""
+        for _ in range(len(parents) + 1):
+            if sid is None or sid in current:
+                break
+            sid = parents.get(sid)
+        return current.get(sid, run.setup) if sid is not None else run.setup
+
     for m in messages:
         v = value_of(m)
         if not isinstance(v, dict):
@@ -136,18 +151,29 @@ def summarise_run(
         if m.direction is not A2C:
             if m.kind == Kind.REQUEST and m.method == "session/prompt":
                 sid = str(session(m))
+                key = params.get("idempotencyKey")
+                again = keyed.get((sid, key)) if isinstance(key, str) else None
+                if again is not None:  # a retry: the same turn (docs/protocol.md §13.3)
+                    again.retries.append(str(key))
+                    retries.add(m.seq)
+                    continue
                 n = sessions.setdefault(sid, len(sessions) + 1)
                 turn = Turn(f"turn {len(run.turns) + 1} (session {n})")
                 run.turns.append(turn)
                 current[sid] = turn
-                prompt_session[m.seq] = sid
+                if isinstance(key, str):
+                    keyed[(sid, key)] = turn
             elif m.kind == Kind.ERROR:
                 asked = by_seq.get(m.partner) if m.partner is not None else None
-                turn = current.get(str(session(asked)), run.setup) if asked else run.setup
+                turn = turn_of(session(asked)) if asked else run.setup
                 turn.errors.append(f"client answered {m.method} with {error_text(v)}")
             continue
-        owner = session(m)
-        turn = current.get(owner, run.setup) if owner is not None else run.setup
+        if m.partner in retries and m.kind in (Kind.RESPONSE, Kind.ERROR):
+            continue  # a retry's answer repeats the first one's
+        pc = child_announced(v)
+        if pc is not None:
+            parents.setdefault(pc[1], pc[0])
+        turn = turn_of(session(m))
         if m.kind == Kind.NOTIFICATION:
             _notification(m, params, turn, run, tools)
         elif m.kind == Kind.REQUEST:
@@ -163,7 +189,7 @@ def summarise_run(
             _event(turn, f"fails {m.method}")
             turn.errors.append(f"{m.method} failed with {error_text(v)}")
     if detail:
-        add_details(messages, run, value_of, by_seq, tools)
+        add_details(messages, run, value_of, by_seq, tools, retries)
     return run
 
 

@@ -90,6 +90,8 @@ class Outcome:
             lines.append(f"  {'note' if p.note else 'replay'} · {p.message}")
         for k in self.killed:
             lines.append(f"  note · ending the agent took a signal: {k}")
+        for side, run in (("recorded", self.recorded), ("replayed", self.replayed)):
+            lines.extend(f"  note · {side} {note}" for note in run.retry_notes())
         for d in self.divergences:
             lines.append(f"  {d}")
         if self.diverged:
