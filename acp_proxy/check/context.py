@@ -125,6 +125,7 @@ class Context:
         self.agent_caps: dict[str, Any] = {}
         self.sessions: dict[str, Session] = {}
         self.children: dict[str, str] = {}  # child session -> its parent (subagents)
+        self.child_caps: dict[str, Any] = {}  # child session -> its advertised capabilities
         self.unannounced: dict[str, int] = {}  # session id -> first frame naming it unknown
         self.out: list[Finding] = []
         self.seq = 0
