@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Kind
@@ -45,11 +44,8 @@ from acp_proxy.replay.summary import Divergence, RunSummary, ToolCall, Turn, err
 __all__ = [
     "AMBIENT",
     "EXIT_CODE",
-    "client_ending",
-    "client_eof_ns",
     "compare",
     "nothing_compared",
-    "own_exit",
     "parse_ignore",
     "summarise_run",
 ]
@@ -102,6 +98,41 @@ def _hit(path: tuple[str, ...], patterns: Sequence[tuple[str, ...]]) -> bool:
     )
 
 
+@dataclass(slots=True)
+class _Turns:
+    """Which turn each message of a run belongs to: one per prompt, a retry folded into
+    the turn of its ``idempotencyKey``, a child session's into its parent's."""
+
+    run: RunSummary
+    current: dict[str, Turn] = field(default_factory=dict)  # session → its turn in progress
+    keyed: dict[tuple[str, str], Turn] = field(default_factory=dict)
+    retries: set[int] = field(default_factory=set)  # seqs of retried prompts
+    parents: dict[str, str] = field(default_factory=dict)  # child session → parent
+    sessions: dict[str, int] = field(default_factory=dict)
+
+    def prompt(self, sid: str, key: Any, seq: int) -> None:
+        again = self.keyed.get((sid, key)) if isinstance(key, str) else None
+        if again is not None:  # a retry: the same turn (docs/protocol.md §13.3)
+            again.retries.append(str(key))
+            self.retries.add(seq)
+            return
+        n = self.sessions.setdefault(sid, len(self.sessions) + 1)
+        turn = Turn(f"turn {len(self.run.turns) + 1} (session {n})")
+        self.run.turns.append(turn)
+        self.current[sid] = turn
+        if isinstance(key, str):
+            self.keyed[(sid, key)] = turn
+
+    def of(self, sid: str | None) -> Turn:
+        """The turn in progress of ``sid``, or of the nearest ancestor that has one: a
+        child session's work is part of its parent's turn."""
+        for _ in range(len(self.parents) + 1):
+            if sid is None or sid in self.current:
+                break
+            sid = self.parents.get(sid)
+        return self.current.get(sid, self.run.setup) if sid is not None else self.run.setup
+
+
 def summarise_run(
     messages: Sequence[Message],
     *,
@@ -114,12 +145,8 @@ def summarise_run(
     :class:`~acp_proxy.replay.summary.Detail`."""
     by_seq = {m.seq: m for m in messages}
     run = RunSummary()
-    current: dict[str, Turn] = {}  # session → its turn in progress
-    keyed: dict[tuple[str, str], Turn] = {}  # (session, idempotencyKey) → its turn
-    retries: set[int] = set()  # seqs of retried prompts: their answers are the first one's
-    parents: dict[str, str] = {}  # child session → parent, as announced
+    turns = _Turns(run)
     tools: dict[str, ToolCall] = {}
-    sessions: dict[str, int] = {}
 
     def value_of(m: Message) -> Any:
         v = _strip(m.value, ignore)
@@ -133,15 +160,6 @@ def summarise_run(
             return mapper.live_to_rec_sid.get(sid, sid)
         return sid
 
-    def turn_of(sid: str | None) -> Turn:
-        """The turn in progress of ``sid``, or of the nearest ancestor that has one: a
-        child session's work is part of its parent's turn."""
-        for _ in range(len(parents) + 1):
-            if sid is None or sid in current:
-                break
-            sid = parents.get(sid)
-        return current.get(sid, run.setup) if sid is not None else run.setup
-
     for m in messages:
         v = value_of(m)
         if not isinstance(v, dict):
@@ -150,47 +168,45 @@ def summarise_run(
         params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         if m.direction is not A2C:
             if m.kind == Kind.REQUEST and m.method == "session/prompt":
-                sid = str(session(m))
-                key = params.get("idempotencyKey")
-                again = keyed.get((sid, key)) if isinstance(key, str) else None
-                if again is not None:  # a retry: the same turn (docs/protocol.md §13.3)
-                    again.retries.append(str(key))
-                    retries.add(m.seq)
-                    continue
-                n = sessions.setdefault(sid, len(sessions) + 1)
-                turn = Turn(f"turn {len(run.turns) + 1} (session {n})")
-                run.turns.append(turn)
-                current[sid] = turn
-                if isinstance(key, str):
-                    keyed[(sid, key)] = turn
+                turns.prompt(str(session(m)), params.get("idempotencyKey"), m.seq)
             elif m.kind == Kind.ERROR:
                 asked = by_seq.get(m.partner) if m.partner is not None else None
-                turn = turn_of(session(asked)) if asked else run.setup
+                turn = turns.of(session(asked)) if asked else run.setup
                 turn.errors.append(f"client answered {m.method} with {error_text(v)}")
             continue
-        if m.partner in retries and m.kind in (Kind.RESPONSE, Kind.ERROR):
+        if m.partner in turns.retries and m.kind in (Kind.RESPONSE, Kind.ERROR):
             continue  # a retry's answer repeats the first one's
         pc = child_announced(v)
         if pc is not None:
-            parents.setdefault(pc[1], pc[0])
-        turn = turn_of(session(m))
-        if m.kind == Kind.NOTIFICATION:
-            _notification(m, params, turn, run, tools)
-        elif m.kind == Kind.REQUEST:
-            _event(turn, f"asks {m.method}")
-            if m.method == "fs/write_text_file":
-                run.files[str(params.get("path"))] = str(params.get("content"))
-        elif m.kind == Kind.RESPONSE:
-            result = v.get("result")
-            _event(turn, f"answers {m.method}")
-            if m.method == "session/prompt" and isinstance(result, dict) and "stopReason" in result:
-                turn.stop_reason = str(result["stopReason"])
-        elif m.kind == Kind.ERROR:
-            _event(turn, f"fails {m.method}")
-            turn.errors.append(f"{m.method} failed with {error_text(v)}")
+            turns.parents.setdefault(pc[1], pc[0])
+        _agent_message(m, v, params, turns.of(session(m)), run, tools)
     if detail:
-        add_details(messages, run, value_of, by_seq, tools, retries)
+        add_details(messages, run, value_of, by_seq, tools, turns.retries)
     return run
+
+
+def _agent_message(
+    m: Message,
+    v: dict[str, Any],
+    params: dict[str, Any],
+    turn: Turn,
+    run: RunSummary,
+    tools: dict[str, ToolCall],
+) -> None:
+    if m.kind == Kind.NOTIFICATION:
+        _notification(m, params, turn, run, tools)
+    elif m.kind == Kind.REQUEST:
+        _event(turn, f"asks {m.method}")
+        if m.method == "fs/write_text_file":
+            run.files[str(params.get("path"))] = str(params.get("content"))
+    elif m.kind == Kind.RESPONSE:
+        result = v.get("result")
+        _event(turn, f"answers {m.method}")
+        if m.method == "session/prompt" and isinstance(result, dict) and "stopReason" in result:
+            turn.stop_reason = str(result["stopReason"])
+    elif m.kind == Kind.ERROR:
+        _event(turn, f"fails {m.method}")
+        turn.errors.append(f"{m.method} failed with {error_text(v)}")
 
 
 def _notification(
@@ -256,73 +272,6 @@ def _files(update: dict[str, Any], run: RunSummary) -> None:
         for change in item.get("changes") or []:  # v2
             if isinstance(change, dict) and isinstance(change.get("path"), str):
                 run.files.setdefault(change["path"], f"<{change.get('operation')}>")
-
-
-def own_exit(capture: dict[str, Any], events: Iterable[dict[str, Any]]) -> int | None:
-    """The exit code of a recorded agent process when the agent ended on its own; None
-    when it is not the agent's behaviour — the client or the proxy ended it (a signal
-    passed on from the editor, a termination after the client left) — or unknown (a
-    remote agent, a capture still running)."""
-    code = capture.get("exit_code")
-    if not isinstance(code, int) or isinstance(code, bool):
-        return None
-    spawned = False
-    for e in events:
-        kind = e.get("kind")
-        if kind == "spawn":
-            spawned = True
-        elif kind == "exit":
-            break
-        elif kind == "signal" or (kind == "terminate" and not _leftover(e)):
-            return None
-    return code if spawned else None
-
-
-def client_ending(events: Iterable[dict[str, Any]]) -> tuple[float, str] | None:
-    """How the recorded client ended the agent, when it did: the signal it sent (passed on
-    by the proxy) and how many seconds after it closed the agent's stdin — editors close
-    stdin, then SIGTERM a moment later. None when the agent ended by itself, or the proxy
-    ended it after its grace."""
-    eof: int | None = None
-    for e in events:
-        kind, t = e.get("kind"), e.get("t_ns")
-        if not isinstance(t, int):
-            continue
-        if kind == "client_eof" and eof is None:
-            eof = t
-        elif kind == "signal":
-            detail = _detail(e)
-            name = detail.get("signal") if isinstance(detail, dict) else None
-            if isinstance(name, str) and name.startswith("SIG"):
-                return max(0.0, (t - (eof if eof is not None else t)) / 1e9), name
-        elif kind == "exit":
-            return None
-    return None
-
-
-def client_eof_ns(events: Iterable[dict[str, Any]]) -> int | None:
-    """When the recorded client closed the agent's stdin (the ``client_eof`` event)."""
-    for e in events:
-        if e.get("kind") == "client_eof" and isinstance(e.get("t_ns"), int):
-            return int(e["t_ns"])
-    return None
-
-
-def _detail(event: dict[str, Any]) -> Any:
-    detail = event.get("detail")
-    if isinstance(detail, str | bytes):
-        try:
-            return orjson.loads(detail)
-        except orjson.JSONDecodeError:
-            return None
-    return detail
-
-
-def _leftover(event: dict[str, Any]) -> bool:
-    """Whether a ``terminate`` event ended what was left of the group after the agent
-    exited (the agent's own exit code stands), rather than the agent itself."""
-    detail = _detail(event)
-    return isinstance(detail, dict) and "group" in detail
 
 
 def nothing_compared(recorded: RunSummary) -> str | None:

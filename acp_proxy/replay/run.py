@@ -27,14 +27,12 @@ from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.replay.client import ClientStandIn, Step
 from acp_proxy.replay.compare import (
     EXIT_CODE,
-    client_ending,
-    client_eof_ns,
     compare,
     nothing_compared,
-    own_exit,
     parse_ignore,
     summarise_run,
 )
+from acp_proxy.replay.ending import client_ending, client_eof_ns, own_exit
 from acp_proxy.replay.match import Problem
 from acp_proxy.replay.serve import Recording, load_recording
 from acp_proxy.replay.summary import Divergence, RunSummary
