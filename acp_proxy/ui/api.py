@@ -66,6 +66,8 @@ VIEWS: dict[str, Callable[[Reconstruction], Any]] = {
     "diffs": rviews.diffs_json,
     "files": rviews.files_json,
     "sessions": rviews.sessions_json,
+    "messages": rviews.session_messages_json,
+    "mcp": rviews.mcp_calls_json,
 }
 
 
