@@ -22,3 +22,4 @@ def _no_env_db(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     runtime.mkdir()
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     os.environ.pop("PYTHONSTARTUP", None)
+    monkeypatch.delenv("ACP_PROXY_CHAIN", raising=False)  # no test is a hop of our caller

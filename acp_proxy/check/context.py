@@ -71,7 +71,7 @@ class Session:
     cancellable_terminals: set[str] = field(default_factory=set)
     seen_tools: set[str] = field(default_factory=set)
     seen_terminals: set[str] = field(default_factory=set)
-    replay: Request | None = None  # a load or resume replaying history (§13.2)
+    replay: Request | None = None  # a load or resume replaying history (docs/protocol.md §13.2)
     replay_parent: str | None = None  # a child announced during its parent's replay
     replay_updates: int = 0
     markers: int = 0
@@ -125,6 +125,7 @@ class Context:
         self.agent_caps: dict[str, Any] = {}
         self.sessions: dict[str, Session] = {}
         self.children: dict[str, str] = {}  # child session -> its parent (subagents)
+        self.child_caps: dict[str, Any] = {}  # child session -> its advertised capabilities
         self.unannounced: dict[str, int] = {}  # session id -> first frame naming it unknown
         self.out: list[Finding] = []
         self.seq = 0

@@ -109,6 +109,13 @@ TURN_RULES: list[Rule] = [
         "https://agentclientprotocol.com/protocol/v2/subagents#announcing-a-child-session",
     ),
     _r(
+        "subagent.cancel-capability",
+        ERROR,
+        "client",
+        "session/cancel for a child session that does not advertise cancel",
+        "https://agentclientprotocol.com/protocol/v2/subagents",
+    ),
+    _r(
         "subagent.not-advertised",
         ERROR,
         "agent",

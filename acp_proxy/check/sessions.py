@@ -5,7 +5,9 @@ What belongs here: the MUSTs of docs/protocol.md §13 —
 * subagents: the ``subagent_update`` that announces a child comes before any traffic that
   names the child (its updates, requests, messages naming it, ``session`` content); a v1
   agent sends subagent updates only to a client that advertised ``subagents``. The child is
-  a known session from its announcement on.
+  a known session from its announcement on. The client sends ``session/cancel`` for a child
+  only when the child advertises ``capabilities.cancel`` (its latest ``subagent_update``
+  that names ``capabilities`` says, ``null`` clearing them).
 * replays (v2): ``replay_complete`` on a session exactly once per ``session/resume`` with
   ``replayFrom``, before its response, never without one; no live traffic on the session
   (a ``state_update``, a request to the client) once the replay has begun, until its marker;
@@ -44,6 +46,11 @@ def call(ctx: Context, frame: Frame, s: Session, method: str, params: dict[str, 
     """A request or notification on session ``s``: a replay starting, a retried prompt,
     a live request during a replay."""
     d = frame.direction
+    child = params.get("sessionId")
+    on_child = method == "session/cancel" and d.value == "c2a" and str(child) in ctx.children
+    if on_child and not isinstance(as_dict(ctx.child_caps.get(str(child))).get("cancel"), dict):
+        what = f"session/cancel for child session {child}, which does not advertise cancel"
+        ctx.add("subagent.cancel-capability", "client", what)
     if method in ("session/load", "session/resume") and d.value == "c2a":
         if method == "session/load" or params.get("replayFrom") is not None:
             s.replay = Request(frame.seq, frame.t_ns, method, params, d)
@@ -66,6 +73,8 @@ def update(ctx: Context, sid: str, s: Session, kind: str, u: dict[str, Any], sid
         ctx.add("subagent.not-advertised", side, f"{kind} to a client without subagents")
     if kind == "subagent_update":
         _announce(ctx, sid, s, u.get("sessionId"))
+        if "capabilities" in u and ctx.children.get(str(u.get("sessionId"))) == sid:
+            ctx.child_caps[u["sessionId"]] = u["capabilities"]
     elif kind == "session_message" and not replaying(s):
         for key in ("senderSessionId", "recipientSessionId"):
             announce_check(ctx, u.get(key))

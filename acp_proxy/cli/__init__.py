@@ -24,6 +24,7 @@ COMMANDS = {
     "record": "acp_proxy.cli.record:record",
     "captures": "acp_proxy.cli.captures:captures",
     "show": "acp_proxy.cli.show:show",
+    "chain": "acp_proxy.cli.chain:chain",
     "tail": "acp_proxy.cli.tail:tail",
     "tools": "acp_proxy.cli.views:tools",
     "terminals": "acp_proxy.cli.views:terminals",

@@ -1,8 +1,10 @@
 """``acp-proxy diff A B``: compare two sessions turn by turn (captures or jsonl exports).
 
 The comparison is the one ``replay client`` uses (:mod:`acp_proxy.replay.compare`), with
-its detail facets on; session ids and working directories of B are mapped to A's by order
-of appearance, tool calls and terminals are paired by order.
+its detail facets on; working directories of B are mapped to A's by order of appearance,
+sessions too, except a child session, which is the child announced at the same place of its
+parent (:func:`~acp_proxy.replay.mapper.session_pairs`); tool calls and terminals are
+paired by order.
 """
 
 from __future__ import annotations
@@ -19,25 +21,18 @@ from acp_proxy.cli.options import db_option, json_option, output_options
 __all__ = ["diff"]
 
 
-def _sessions_and_cwds(messages: list[Any]) -> tuple[list[str], list[str]]:
-    sids: list[str] = []
+def _cwds(messages: list[Any]) -> list[str]:
     cwds: list[str] = []
     for m in messages:
         v = m.value
         if not isinstance(v, dict):
             continue
-        for part in ("params", "result"):
-            d = v.get(part)
-            if isinstance(d, dict):
-                sid = d.get("sessionId")
-                if isinstance(sid, str) and sid not in sids:
-                    sids.append(sid)
         p = v.get("params")
         if m.method in ("session/new", "session/load") and isinstance(p, dict):
             cwd = p.get("cwd")
             if isinstance(cwd, str) and m.kind == "request":
                 cwds.append(cwd)
-    return sids, cwds
+    return cwds
 
 
 @click.command(context_settings=CONTEXT)
@@ -78,16 +73,14 @@ def diff(
     from acp_proxy.cli.views import load_frames
     from acp_proxy.replay.compare import compare, parse_ignore, summarise_run
     from acp_proxy.replay.detail import timing_changes
-    from acp_proxy.replay.mapper import Mapper
+    from acp_proxy.replay.mapper import Mapper, session_pairs
     from acp_proxy.replay.match import parse_messages
     from acp_proxy.text.diff import diff_lines, timing_lines
 
     ma = parse_messages(load_frames(db, a))
     mb = parse_messages(load_frames(db, b))
-    sa, ca = _sessions_and_cwds(ma)
-    sb, cb = _sessions_and_cwds(mb)
-    mapper = Mapper(zip(ca, cb, strict=False))
-    for x, y in zip(sa, sb, strict=False):
+    mapper = Mapper(zip(_cwds(ma), _cwds(mb), strict=False))
+    for x, y in session_pairs([m.value for m in ma], [m.value for m in mb]):
         mapper.add_session(x, y)
     # B in A's terms before summarising, so every lookup by session sees A's ids
     mb = [dataclasses.replace(m, value=mapper.to_recorded(m.value)) for m in mb]
@@ -111,6 +104,9 @@ def diff(
         turns = max(len(ra.turns), len(rb.turns))
         with paged(not no_pager):
             echo(f"compared {turns} turn(s) of {a} (A) and {b} (B)")
+            for side, run in (("A", ra), ("B", rb)):
+                for note in run.retry_notes():
+                    echo(f"  note · {side} {note}")
             for line in diff_lines(found, a, b):
                 echo(line)
             for line in timing_lines(times):

@@ -164,6 +164,20 @@ class Gap(Event):
         return f"lost: {what or 'traffic'} of {text(d, 'stream') or '?'}" + paren(text(d, "reason"))
 
 
+class Chain(Event):
+    """This capture is a hop of a proxy chain (docs/protocol.md §13.4): ``chain`` (the
+    chain's id, its outer capture's uid), ``parent`` (the uid of the capture whose program
+    started this one), ``role``."""
+
+    kind = "chain"
+
+    @classmethod
+    def line(cls, d: D) -> str:
+        chain, parent = text(d, "chain"), text(d, "parent")
+        under = f", started under capture {parent[:12]}" if parent and parent != chain else ""
+        return f"{text(d, 'role') or 'hop'} of proxy chain {(chain or '?')[:12]}{under}"
+
+
 class RecorderNote(Event):
     """What the recorder said once the relay was gone and nobody read its stderr
     (``message``)."""

@@ -122,6 +122,7 @@ class TraceFold(Reconstruction):
         self.turn_contexts: dict[int, Context] = {}
         self._setup_contexts: dict[tuple[int, str | None], Context] = {}
         self.last_t_ns = 0
+        self.last_seen: dict[str, int] = {}  # session -> t_ns of its latest update
 
     def feed(self, frame: Frame) -> None:
         self.last_t_ns = max(self.last_t_ns, frame.t_ns)
@@ -132,6 +133,8 @@ class TraceFold(Reconstruction):
         method = m.method or ""
         p = m.params
         if method == "session/update":
+            if isinstance(p.get("sessionId"), str):
+                self.last_seen[p["sessionId"]] = m.t_ns
             u = p.get("update")
             if isinstance(u, dict) and isinstance(u.get("usage"), dict):
                 self.usage_at[m.seq] = u["usage"]

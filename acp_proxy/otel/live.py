@@ -28,7 +28,7 @@ from acp_proxy import __version__
 from acp_proxy.errors import UsageError
 from acp_proxy.otel.fold import CaptureInfo, TraceFold, capture_info
 from acp_proxy.otel.mapping import resource, spans
-from acp_proxy.otel.model import AttrValue
+from acp_proxy.otel.model import AttrValue, latest_semconv
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.record.rows import CaptureFields, FrameRow, OpenRow, Row
 
@@ -61,6 +61,7 @@ class LiveTelemetry:
         self.content = content
         self.sender = Sender(endpoint, version=__version__, warn=warn)
         self._env = dict(os.environ)
+        self._latest = latest_semconv(self._env)
         self._host = socket.gethostname()
         self._captures: dict[str, _Capture] = {}
 
@@ -102,10 +103,11 @@ class LiveTelemetry:
             return
         cap.ended_turns = done
         if final:
-            made = spans(cap.info, cap.fold, content=self.content)
+            made = spans(cap.info, cap.fold, content=self.content, latest=self._latest)
         else:  # only the turns that ended since: the cost stays per turn, not per session
             new = {f"turn:{t.seq}" for t in cap.fold.turns if not t.open} - cap.emitted
-            made = spans(cap.info, cap.fold, content=self.content, groups=new)
+            made = spans(cap.info, cap.fold, content=self.content, groups=new,
+                          latest=self._latest)  # fmt: skip
         ready = [s for s in made if s.group not in cap.emitted]
         cap.emitted.update(s.group for s in ready)
         if ready:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from acp_proxy.otel.agents import latest, subagent
 from acp_proxy.otel.fold import Call, CaptureInfo, TraceFold
 from acp_proxy.otel.model import (
     MAX_CONTENT,
@@ -47,7 +48,7 @@ class _Builder(SpanTree):
         r = self.r
         sids = [sid for sid in r.sessions if sid]
         self.first_sid = sids[0] if sids else ""
-        for sid in sids:
+        for sid in [*sids, *r.subagents]:
             self.trace(sid)
         uid = self.info.uid
         for turn in r.turns:
@@ -86,7 +87,12 @@ class _Builder(SpanTree):
             self.trace("")
         if self.want("end"):
             for t in self.traces.values():
-                self.root(t)
+                if t.parent is None:
+                    self.root(t)
+                else:
+                    subagent(self, t)
+        if self.latest:
+            latest(self.out)
         return self.out
 
     def sid(self, sid: str | None) -> str:
@@ -147,6 +153,10 @@ class _Builder(SpanTree):
         a["acp.turn.updates"] = turn.updates
         a["acp.turn.tool_calls"] = len(turn.tool_call_ids)
         a["acp.turn.cancelled"] = turn.cancel_seq is not None
+        if turn.retries:  # the same prompt sent again with its idempotencyKey: one turn
+            a["acp.turn.retries"] = len(turn.retries)
+            for retry in turn.retries:
+                s.events.append(Event("acp.prompt_retried", self.unix(retry.t_ns)))
         wait = sum(p.wait_ns or 0 for p in turn.permissions)
         a["acp.turn.permission_wait_ms"] = round(wait / 1e6, 3)
         if turn.first_output_t_ns is not None:
@@ -350,11 +360,13 @@ def spans(
     *,
     content: bool = False,
     groups: set[str] | None = None,
+    latest: bool = False,
 ) -> list[SpanData]:
     """Every span of the capture folded so far (with ``groups``: only the spans of those
     groups, see :attr:`SpanData.group`). Without ``content`` no prompt, answer, tool input
-    or output, or terminal output is included."""
-    return _Builder(info, fold, content, groups).build()
+    or output, or terminal output is included; with ``latest``, what the latest
+    experimental GenAI conventions add (:func:`acp_proxy.otel.agents.latest`)."""
+    return _Builder(info, fold, content, groups, latest).build()
 
 
 def resource(

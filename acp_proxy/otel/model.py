@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import unquote
 
 __all__ = [
+    "LATEST_OPT_IN",
     "MAX_ARRAY",
     "MAX_CONTENT",
     "MAX_VALUE",
@@ -27,6 +28,7 @@ __all__ = [
     "Link",
     "SpanData",
     "attr",
+    "latest_semconv",
     "parse_traceparent",
     "resource_attributes",
     "span_id",
@@ -142,6 +144,17 @@ def parse_traceparent(value: Any) -> tuple[bytes, bytes] | None:
     if not any(tid) or not any(sid):
         return None
     return tid, sid
+
+
+LATEST_OPT_IN = "gen_ai_latest_experimental"
+"""The ``OTEL_SEMCONV_STABILITY_OPT_IN`` value that asks for the latest GenAI conventions."""
+
+
+def latest_semconv(env: Mapping[str, str]) -> bool:
+    """Whether ``OTEL_SEMCONV_STABILITY_OPT_IN`` (a comma-separated list) asks for the
+    latest experimental GenAI semantic conventions."""
+    wanted = env.get("OTEL_SEMCONV_STABILITY_OPT_IN", "").split(",")
+    return LATEST_OPT_IN in (w.strip() for w in wanted)
 
 
 def resource_attributes(

@@ -16,7 +16,7 @@ from typing import Any
 from acp_proxy import __version__
 from acp_proxy.otel.fold import CaptureInfo, TraceFold, capture_info
 from acp_proxy.otel.mapping import resource, spans
-from acp_proxy.otel.model import AttrValue, SpanData
+from acp_proxy.otel.model import AttrValue, SpanData, latest_semconv
 from acp_proxy.protocol.frames import Frame
 
 __all__ = ["Traced", "trace_capture"]
@@ -37,6 +37,6 @@ def trace_capture(
     for frame in frames:
         fold.feed(frame)
     info = row if isinstance(row, CaptureInfo) else capture_info(dict(row))
-    res = resource(info, dict(env if env is not None else os.environ),
-                   host=socket.gethostname(), version=__version__)  # fmt: skip
-    return spans(info, fold, content=content), res
+    environ = dict(env if env is not None else os.environ)
+    res = resource(info, environ, host=socket.gethostname(), version=__version__)
+    return spans(info, fold, content=content, latest=latest_semconv(environ)), res

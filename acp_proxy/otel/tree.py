@@ -1,11 +1,13 @@
 """Where each span of a trace goes, and the small helpers every span uses (pure, no I/O).
 
-What belongs here: :class:`Trace` (one per ACP session: its trace id, root span and the
-turns in it) and :class:`SpanTree`, which knows before any span is made the span id, group
-and group end of every turn and tool call, finds the trace, parent and group of anything
-seen at a sequence number, and makes spans with their ids; and the helpers that put values
-into attributes (bounded by :func:`~acp_proxy.otel.model.attr`) and mark a span failed.
-The attributes of each kind of span are :mod:`acp_proxy.otel.mapping`'s.
+What belongs here: :class:`Trace` (one per ACP session the client opened: its trace id,
+root span and the turns in it; a child session the agent announced shares its parent's
+trace, its root being its own ``invoke_agent`` span) and :class:`SpanTree`, which knows
+before any span is made the span id, group and group end of every turn and tool call,
+finds the trace, parent and group of anything seen at a sequence number, and makes spans
+with their ids; and the helpers that put values into attributes (bounded by
+:func:`~acp_proxy.otel.model.attr`) and mark a span failed. The attributes of each kind of
+span are :mod:`acp_proxy.otel.mapping`'s.
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ class Trace:
     turns: list[Turn] = field(default_factory=list)
     starts: list[int] = field(default_factory=list)  # each turn's seq, ascending
     tool_turn: dict[str, Turn] = field(default_factory=dict)
+    parent: Trace | None = None  # a child session's: its parent's trace
 
 
 class SpanTree:
@@ -101,11 +104,17 @@ class SpanTree:
     make the spans (see :mod:`acp_proxy.otel.mapping`)."""
 
     def __init__(
-        self, info: CaptureInfo, r: TraceFold, content: bool, only: set[str] | None
+        self,
+        info: CaptureInfo,
+        r: TraceFold,
+        content: bool,
+        only: set[str] | None,
+        latest: bool = False,
     ) -> None:
         self.info = info
         self.r = r
         self.content = content
+        self.latest = latest  # the latest experimental GenAI conventions (opted in)
         self.only = only
         self.out: list[SpanData] = []
         self.end_rel = info.ended_ns if info.ended_ns is not None else r.last_t_ns
@@ -129,6 +138,17 @@ class SpanTree:
         t = self.traces.get(sid)
         if t is not None:
             return t
+        sub = self.r.subagents.get(sid)
+        if sub is not None:
+            self.traces[sid] = Trace(sid, b"", b"", None, None)  # a cycle of parents ends here
+            up = self.trace(sub.parent_id)
+            del self.traces[sid]
+            if up.trace_id:
+                own = span_id(self.info.uid, sid, "subagent")
+                root = up.root_id if sub.replayed else own  # history is no new execution
+                t = Trace(sid, up.trace_id, root, None, up.trace_state, parent=up)
+                self.traces[sid] = t
+                return t
         ctx = self.r.contexts.get(sid) or self.r.connection_context
         tid = ctx.trace_id if ctx is not None else trace_id(self.info.uid, sid)
         t = Trace(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from acp_proxy.protocol.envelopes import INITIALIZE_METHODS
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Info, Kind, classify
 from acp_proxy.protocol.skim import HEAD, SKIM_ABOVE, skim
@@ -69,7 +70,7 @@ def frame_rows(
         for idx, item in enumerate(info.items):
             rs, lat = pair(cap, direction, seq, t, item, anomalies)
             out.append(ItemRow(cap.uid, seq, idx, item, rs, lat))
-    if info.method == "initialize":  # a response's method is its request's, once paired
+    if info.method in INITIALIZE_METHODS:  # a response's method is its request's, once paired
         note_initialize(cap, direction, info, anomalies)
     info.value = None  # the parsed message is not stored: let it go now, not at commit
     if info.items is not None:
@@ -138,7 +139,8 @@ def pair(
 def note_initialize(
     cap: CaptureState, direction: Direction, info: Info, anomalies: list[str]
 ) -> None:
-    """The protocol version and peers, from ``initialize`` (docs/protocol.md)."""
+    """The protocol version and peers, from ``initialize`` (docs/protocol.md), or from the
+    ``proxy/initialize`` a conductor sends a hop of a proxy chain (§13.4)."""
     v = info.value
     if not isinstance(v, dict):
         return
@@ -155,7 +157,7 @@ def note_initialize(
             version = protocol_version(p.get("protocolVersion"), anomalies)
             if version is not None and "_agent_version" not in f:
                 f["protocol_version"] = version
-    elif info.kind == Kind.RESPONSE and info.method == "initialize":
+    elif info.kind == Kind.RESPONSE and info.method in INITIALIZE_METHODS:
         r = v.get("result")
         if isinstance(r, dict):
             version = protocol_version(r.get("protocolVersion"), anomalies)

@@ -30,6 +30,7 @@ from types import FrameType
 
 from acp_proxy.errors import AgentSpawnError
 from acp_proxy.protocol.frames import Direction
+from acp_proxy.record import chain
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.transports.process import AgentProcess
 from acp_proxy.transports.stdio import pump, widen_pipe
@@ -60,8 +61,9 @@ def record_stdio(
     """Run ``argv`` as the agent, relaying and recording; returns the exit code."""
     meta = CaptureMeta(transport="stdio", agent_command=list(argv), cwd=os.getcwd(), label=label)
     tap = writer.open_capture(meta)
+    env = chain.join(tap, os.environ)  # a hop of a proxy chain says so; its program learns
     try:
-        agent = AgentProcess.spawn(argv, tap, grace=grace)
+        agent = AgentProcess.spawn(argv, tap, grace=grace, env=env)
     except AgentSpawnError as e:
         tap.event("spawn_failed", error=str(e))
         tap.close(exit_code=e.exit_code)

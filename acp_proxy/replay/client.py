@@ -32,7 +32,7 @@ from typing import Any
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Kind, classify
 from acp_proxy.replay.canonical import canonical, dump, dump_with_id, key_of, summarise
-from acp_proxy.replay.mapper import Mapper
+from acp_proxy.replay.mapper import Children, Mapper
 from acp_proxy.replay.match import KeyIndex, Message, Problems, closest_request, live_message, shape
 
 __all__ = ["ClientStandIn", "Step", "Wait"]
@@ -87,6 +87,7 @@ class ClientStandIn:
         self.messages = list(messages)
         self.by_seq = {m.seq: m for m in self.messages}
         self.mapper = Mapper([cwd] if cwd else ())
+        self.children = Children(m.value for m in self.messages if m.direction is A2C)
         self.problems = Problems()
         self.ignore = [p[1:] for p in ignore if p[:1] in (("params",), ("*",))]
         self.steps = _steps(self.messages)
@@ -189,6 +190,7 @@ class ClientStandIn:
                 if partner is not None:
                     self.mapper.learn(live.outcome, self.by_seq[partner].outcome)
             return []
+        self.children.learn(self.mapper, value)  # a fresh child: the recorded one in its place
         key = shape(live)
         self._counts[key] = self._counts.get(key, 0) + 1
         if live.kind == Kind.REQUEST:

@@ -11,6 +11,10 @@ session from one prompt to the next):
 - tool calls (in order of appearance; ids are random per run and not compared): title,
   kind, the statuses they went through;
 - stop reasons (v1 prompt answer, v2 idle ``state_update``), errors (both directions);
+- a child session's messages (docs/protocol.md §13.1) belong to its parent's turn in
+  progress; a prompt sent again with the ``idempotencyKey`` of an earlier prompt of its
+  session is a retry of that turn (§13.3), counted in its ``retries``, never a turn of its
+  own, and its answer is not a message of the turn;
 - what the agent announced on its own time (:data:`AMBIENT` updates, an extension's
   notifications before any turn): which, not where — a run that announced less diverges;
 - files written (``fs/write_text_file``, v1 ``diff`` content, v2 diff ``changes``).
@@ -27,25 +31,21 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
-
-import orjson
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Kind
 from acp_proxy.replay.detail import add_details, compare_detail, compare_tool_detail
-from acp_proxy.replay.mapper import Mapper
+from acp_proxy.replay.mapper import Mapper, child_announced
 from acp_proxy.replay.match import Message, session_of
 from acp_proxy.replay.summary import Divergence, RunSummary, ToolCall, Turn, error_text
 
 __all__ = [
     "AMBIENT",
     "EXIT_CODE",
-    "client_ending",
-    "client_eof_ns",
     "compare",
     "nothing_compared",
-    "own_exit",
     "parse_ignore",
     "summarise_run",
 ]
@@ -98,22 +98,59 @@ def _hit(path: tuple[str, ...], patterns: Sequence[tuple[str, ...]]) -> bool:
     )
 
 
+@dataclass(slots=True)
+class _Turns:
+    """Which turn each message of a run belongs to: one per prompt, a retry folded into
+    the turn of its ``idempotencyKey``, a child session's into its parent's."""
+
+    run: RunSummary
+    current: dict[str, Turn] = field(default_factory=dict)  # session → its turn in progress
+    keyed: dict[tuple[str, str], Turn] = field(default_factory=dict)
+    retries: set[int] = field(default_factory=set)  # seqs of retried prompts
+    parents: dict[str, str] = field(default_factory=dict)  # child session → parent
+    sessions: dict[str, int] = field(default_factory=dict)
+
+    def prompt(self, sid: str, key: Any, seq: int) -> None:
+        again = self.keyed.get((sid, key)) if isinstance(key, str) else None
+        if again is not None:  # a retry: the same turn (docs/protocol.md §13.3)
+            again.retries.append(str(key))
+            self.retries.add(seq)
+            return
+        n = self.sessions.setdefault(sid, len(self.sessions) + 1)
+        turn = Turn(f"turn {len(self.run.turns) + 1} (session {n})")
+        self.run.turns.append(turn)
+        self.current[sid] = turn
+        if isinstance(key, str):
+            self.keyed[(sid, key)] = turn
+
+    def of(self, sid: str | None) -> Turn:
+        """The turn in progress of ``sid``, or of the nearest ancestor that has one: a
+        child session's work is part of its parent's turn."""
+        for _ in range(len(self.parents) + 1):
+            if sid is None or sid in self.current:
+                break
+            sid = self.parents.get(sid)
+        return self.current.get(sid, self.run.setup) if sid is not None else self.run.setup
+
+
 def summarise_run(
     messages: Sequence[Message],
     *,
     ignore: Sequence[tuple[str, ...]] = (),
     mapper: Mapper | None = None,
     detail: bool = False,
+    client_eof_ns: int | None = None,
 ) -> RunSummary:
     """Fold a run into a :class:`RunSummary`. ``mapper`` brings a replayed run's paths back
     to the recording's terms (``to_recorded``); ``detail`` adds the facets of
-    :class:`~acp_proxy.replay.summary.Detail`."""
+    :class:`~acp_proxy.replay.summary.Detail`. What the agent announced after the client
+    closed its stdin (``client_eof_ns``) raced the client's end: it is not required of
+    another run."""
     by_seq = {m.seq: m for m in messages}
     run = RunSummary()
-    current: dict[str, Turn] = {}  # session → its turn in progress
-    prompt_session: dict[int, str] = {}
+    run.eof_ns = client_eof_ns
+    turns = _Turns(run)
     tools: dict[str, ToolCall] = {}
-    sessions: dict[str, int] = {}
 
     def value_of(m: Message) -> Any:
         v = _strip(m.value, ignore)
@@ -135,36 +172,50 @@ def summarise_run(
         params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         if m.direction is not A2C:
             if m.kind == Kind.REQUEST and m.method == "session/prompt":
-                sid = str(session(m))
-                n = sessions.setdefault(sid, len(sessions) + 1)
-                turn = Turn(f"turn {len(run.turns) + 1} (session {n})")
-                run.turns.append(turn)
-                current[sid] = turn
-                prompt_session[m.seq] = sid
+                turns.prompt(str(session(m)), params.get("idempotencyKey"), m.seq)
             elif m.kind == Kind.ERROR:
                 asked = by_seq.get(m.partner) if m.partner is not None else None
-                turn = current.get(str(session(asked)), run.setup) if asked else run.setup
+                turn = turns.of(session(asked)) if asked else run.setup
                 turn.errors.append(f"client answered {m.method} with {error_text(v)}")
             continue
-        owner = session(m)
-        turn = current.get(owner, run.setup) if owner is not None else run.setup
-        if m.kind == Kind.NOTIFICATION:
-            _notification(m, params, turn, run, tools)
-        elif m.kind == Kind.REQUEST:
-            _event(turn, f"asks {m.method}")
-            if m.method == "fs/write_text_file":
-                run.files[str(params.get("path"))] = str(params.get("content"))
-        elif m.kind == Kind.RESPONSE:
-            result = v.get("result")
-            _event(turn, f"answers {m.method}")
-            if m.method == "session/prompt" and isinstance(result, dict) and "stopReason" in result:
-                turn.stop_reason = str(result["stopReason"])
-        elif m.kind == Kind.ERROR:
-            _event(turn, f"fails {m.method}")
-            turn.errors.append(f"{m.method} failed with {error_text(v)}")
+        if m.partner in turns.retries and m.kind in (Kind.RESPONSE, Kind.ERROR):
+            continue  # a retry's answer repeats the first one's
+        pc = child_announced(v)
+        if pc is not None:
+            turns.parents.setdefault(pc[1], pc[0])
+        _agent_message(m, v, params, turns.of(session(m)), run, tools)
     if detail:
-        add_details(messages, run, value_of, by_seq, tools)
+        add_details(messages, run, value_of, by_seq, tools, turns.retries)
     return run
+
+
+def _agent_message(
+    m: Message,
+    v: dict[str, Any],
+    params: dict[str, Any],
+    turn: Turn,
+    run: RunSummary,
+    tools: dict[str, ToolCall],
+) -> None:
+    if m.kind == Kind.NOTIFICATION:
+        _notification(m, params, turn, run, tools)
+    elif m.kind == Kind.REQUEST:
+        _event(turn, f"asks {m.method}")
+        if m.method == "fs/write_text_file":
+            run.files[str(params.get("path"))] = str(params.get("content"))
+    elif m.kind == Kind.RESPONSE:
+        result = v.get("result")
+        _event(turn, f"answers {m.method}")
+        if m.method == "session/prompt" and isinstance(result, dict) and "stopReason" in result:
+            turn.stop_reason = str(result["stopReason"])
+    elif m.kind == Kind.ERROR:
+        _event(turn, f"fails {m.method}")
+        turn.errors.append(f"{m.method} failed with {error_text(v)}")
+
+
+def _announce(run: RunSummary, what: str, t_ns: int) -> None:
+    late = run.eof_ns is not None and t_ns > run.eof_ns
+    (run.announced_late if late else run.announced).add(what)
 
 
 def _notification(
@@ -176,7 +227,7 @@ def _notification(
     if m.method == "session/update" and isinstance(update, dict):
         kind = str(update.get("sessionUpdate"))
         if kind in AMBIENT:
-            run.announced.add(kind)
+            _announce(run, kind, m.t_ns)
             return
         _event(turn, kind)
         _tool(update, kind, tools, turn)
@@ -185,7 +236,7 @@ def _notification(
             reason = update.get("stopReason")
             turn.stop_reason = str(reason) if reason is not None else None
     elif turn is run.setup and str(m.method).startswith("_"):
-        run.announced.add(str(m.method))  # an extension's status, on its own time
+        _announce(run, str(m.method), m.t_ns)  # an extension's status, on its own time
     else:
         _event(turn, str(m.method))
 
@@ -230,73 +281,6 @@ def _files(update: dict[str, Any], run: RunSummary) -> None:
         for change in item.get("changes") or []:  # v2
             if isinstance(change, dict) and isinstance(change.get("path"), str):
                 run.files.setdefault(change["path"], f"<{change.get('operation')}>")
-
-
-def own_exit(capture: dict[str, Any], events: Iterable[dict[str, Any]]) -> int | None:
-    """The exit code of a recorded agent process when the agent ended on its own; None
-    when it is not the agent's behaviour — the client or the proxy ended it (a signal
-    passed on from the editor, a termination after the client left) — or unknown (a
-    remote agent, a capture still running)."""
-    code = capture.get("exit_code")
-    if not isinstance(code, int) or isinstance(code, bool):
-        return None
-    spawned = False
-    for e in events:
-        kind = e.get("kind")
-        if kind == "spawn":
-            spawned = True
-        elif kind == "exit":
-            break
-        elif kind == "signal" or (kind == "terminate" and not _leftover(e)):
-            return None
-    return code if spawned else None
-
-
-def client_ending(events: Iterable[dict[str, Any]]) -> tuple[float, str] | None:
-    """How the recorded client ended the agent, when it did: the signal it sent (passed on
-    by the proxy) and how many seconds after it closed the agent's stdin — editors close
-    stdin, then SIGTERM a moment later. None when the agent ended by itself, or the proxy
-    ended it after its grace."""
-    eof: int | None = None
-    for e in events:
-        kind, t = e.get("kind"), e.get("t_ns")
-        if not isinstance(t, int):
-            continue
-        if kind == "client_eof" and eof is None:
-            eof = t
-        elif kind == "signal":
-            detail = _detail(e)
-            name = detail.get("signal") if isinstance(detail, dict) else None
-            if isinstance(name, str) and name.startswith("SIG"):
-                return max(0.0, (t - (eof if eof is not None else t)) / 1e9), name
-        elif kind == "exit":
-            return None
-    return None
-
-
-def client_eof_ns(events: Iterable[dict[str, Any]]) -> int | None:
-    """When the recorded client closed the agent's stdin (the ``client_eof`` event)."""
-    for e in events:
-        if e.get("kind") == "client_eof" and isinstance(e.get("t_ns"), int):
-            return int(e["t_ns"])
-    return None
-
-
-def _detail(event: dict[str, Any]) -> Any:
-    detail = event.get("detail")
-    if isinstance(detail, str | bytes):
-        try:
-            return orjson.loads(detail)
-        except orjson.JSONDecodeError:
-            return None
-    return detail
-
-
-def _leftover(event: dict[str, Any]) -> bool:
-    """Whether a ``terminate`` event ended what was left of the group after the agent
-    exited (the agent's own exit code stands), rather than the agent itself."""
-    detail = _detail(event)
-    return isinstance(detail, dict) and "group" in detail
 
 
 def nothing_compared(recorded: RunSummary) -> str | None:
@@ -349,7 +333,7 @@ def compare(recorded: RunSummary, replayed: RunSummary) -> list[Divergence]:
                 if i2 == i1:
                     at = f"after message {i1}"
                 out.append(Divergence(where, at, a.events[i1:i2], b.events[j1:j2]))
-    missing = recorded.announced - replayed.announced
+    missing = recorded.announced - replayed.announced - replayed.announced_late
     if missing:  # announcing more than the recording did is not a divergence: it may be cut
         out.append(Divergence("run", "announced", sorted(recorded.announced),
                               sorted(replayed.announced)))  # fmt: skip

@@ -10,7 +10,7 @@ side by side, kept apart from the differences (it always changes).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from acp_proxy.protocol.frames import Direction
@@ -60,10 +60,12 @@ def add_details(
     value_of: Any,
     by_seq: dict[int, Message],
     tools: dict[str, ToolCall],
+    retries: Collection[int] = (),
 ) -> None:
     """Give every turn of ``run`` (and its setup) a :class:`Detail` gathered from
     ``messages``; ``value_of`` is the masked, mapped value of a message, ``tools`` the
-    tool calls of the summary by id."""
+    tool calls of the summary by id, ``retries`` the seqs of prompts that retried an
+    earlier one (they and their answers belong to the first)."""
     run.setup.detail = Detail()
     for t in run.turns:
         t.detail = Detail()
@@ -72,6 +74,8 @@ def add_details(
     started: dict[int, int] = {}  # turn index -> t_ns of its prompt
     terminals: dict[str, dict[str, Any]] = {}
     for m in messages:
+        if m.seq in retries or m.partner in retries:
+            continue
         v = value_of(m)
         if not isinstance(v, dict):
             continue

@@ -4,7 +4,9 @@ What belongs here: :class:`Schedule` — for each recorded agent message, the re
 messages it waits for, and which messages have become ready as the live client's messages
 are matched. Lenient: a response waits for its own request, and every message for the client
 message nearest before it (a request of another session, or another request before a
-response, is skipped over), so independent requests may come in another order. Strict:
+response, is skipped over), so independent requests may come in another order; a child
+session (docs/protocol.md §13.1) counts as its parent's, so a subagent's messages wait for
+the parent's prompt. Strict:
 every agent message waits for all client messages recorded before it, and goes in recorded
 order. Which live message matches which recorded one is ``replay.agent``'s.
 """
@@ -16,6 +18,7 @@ from collections.abc import Mapping
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Kind
+from acp_proxy.replay.mapper import children_of
 from acp_proxy.replay.match import Message, session_of
 
 __all__ = ["Schedule"]
@@ -73,6 +76,15 @@ def _dependencies(
     """For each recorded agent message, the recorded client messages it waits for."""
     deps: dict[int, frozenset[int]] = {}
     before: list[Message] = []
+    parents = {c: p for p, kids in children_of(m.value for m in messages).items() for c in kids}
+
+    def root(sid: str | None) -> str | None:
+        for _ in range(len(parents) + 1):
+            if sid is None or sid not in parents:
+                break
+            sid = parents[sid]
+        return sid
+
     for m in messages:
         if m.direction is C2A:
             if m.kind != Kind.INVALID:
@@ -85,12 +97,12 @@ def _dependencies(
         own = m.partner if m.is_response else None
         if own is not None:
             need.add(own)
-        sid = session_of(m, by_seq)
+        sid = root(session_of(m, by_seq))
         for c in reversed(before):
             if c.kind == Kind.REQUEST and c.seq != own:
                 if m.is_response:
                     continue  # another request: independent of this answer
-                other = session_of(c)
+                other = root(session_of(c))
                 if sid is not None and other is not None and other != sid:
                     continue  # a request for another session
             need.add(c.seq)

@@ -27,14 +27,12 @@ from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.replay.client import ClientStandIn, Step
 from acp_proxy.replay.compare import (
     EXIT_CODE,
-    client_ending,
-    client_eof_ns,
     compare,
     nothing_compared,
-    own_exit,
     parse_ignore,
     summarise_run,
 )
+from acp_proxy.replay.ending import client_ending, client_eof_ns, own_exit
 from acp_proxy.replay.match import Problem
 from acp_proxy.replay.serve import Recording, load_recording
 from acp_proxy.replay.summary import Divergence, RunSummary
@@ -90,6 +88,8 @@ class Outcome:
             lines.append(f"  {'note' if p.note else 'replay'} · {p.message}")
         for k in self.killed:
             lines.append(f"  note · ending the agent took a signal: {k}")
+        for side, run in (("recorded", self.recorded), ("replayed", self.replayed)):
+            lines.extend(f"  note · {side} {note}" for note in run.retry_notes())
         for d in self.divergences:
             lines.append(f"  {d}")
         if self.diverged:
@@ -287,7 +287,9 @@ def replay_client(
         writer.close()
     new = load_recording(meta.uid, db)  # by uid: the writer numbers captures, not the tap
     capture_id = new.capture.get("id")
-    recorded = summarise_run(recording.messages, ignore=patterns)
+    recorded = summarise_run(
+        recording.messages, ignore=patterns, client_eof_ns=client_eof_ns(recording.events)
+    )
     replayed = summarise_run(new.messages, ignore=patterns, mapper=stand_in.mapper)
     divergences = compare(recorded, replayed)
     empty = nothing_compared(recorded)

@@ -41,6 +41,7 @@ class Turn:
     stop_reason: str | None = None
     errors: list[str] = field(default_factory=list)
     detail: Detail | None = None
+    retries: list[str] = field(default_factory=list)  # the idempotencyKey of each retry
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -50,9 +51,20 @@ class Turn:
             "stop_reason": self.stop_reason,
             "errors": self.errors,
         }
+        if self.retries:
+            out["retries"] = self.retries
         if self.detail is not None:
             out.update(self.detail.to_json())
         return out
+
+    @property
+    def retried(self) -> str | None:
+        """How its prompt was retried, for a note (None: it was not)."""
+        if not self.retries:
+            return None
+        keys = ", ".join(sorted(set(self.retries)))
+        n = len(self.retries)
+        return f"{self.label}: its prompt was sent again {n}× (idempotencyKey {keys})"
 
 
 @dataclass(slots=True)
@@ -61,6 +73,8 @@ class RunSummary:
     turns: list[Turn] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
     announced: set[str] = field(default_factory=set)  # ambient kinds, in no particular place
+    announced_late: set[str] = field(default_factory=set)  # after the client's end: a race
+    eof_ns: int | None = None  # when the client closed the agent's stdin
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -69,6 +83,11 @@ class RunSummary:
             "files": self.files,
             "announced": sorted(self.announced),
         }
+
+    def retry_notes(self) -> list[str]:
+        """The turns whose prompt was retried with the same key (one turn each, not a
+        difference: a client that retries is not an agent that changed)."""
+        return [t.retried for t in self.turns if t.retried is not None]
 
 
 @dataclass(frozen=True, slots=True)

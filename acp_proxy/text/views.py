@@ -328,25 +328,25 @@ def sessions_lines(r: Reconstruction) -> Iterator[str]:
             if m.session_id == sid:
                 yield f"{pad}    message {m.sender} → {m.recipient}: {_short(m.text)}"
         for c in s.mode_history:
-            yield f"    mode    {c.value}  ({c.source}, #{c.seq})"
+            yield f"{pad}    mode    {c.value}  ({c.source}, #{c.seq})"
         for c in s.config_history:
             values = [
                 f"{o.get('id')}={o.get('currentValue')}" for o in c.value if isinstance(o, dict)
             ]
-            yield f"    config  {', '.join(values)}  ({c.source}, #{c.seq})"
+            yield f"{pad}    config  {', '.join(values)}  ({c.source}, #{c.seq})"
         if s.plan is not None:
-            yield f"    plan    {len(s.plan)} entries"
+            yield f"{pad}    plan    {len(s.plan)} entries"
             for e in s.plan:
                 if isinstance(e, dict):
-                    yield f"      [{e.get('status')}] {e.get('content')} ({e.get('priority')})"
+                    yield f"{pad}      [{e.get('status')}] {e.get('content')} ({e.get('priority')})"
         for pid, plan in s.plans.items():
-            yield f"    plan {pid}  {_short(plan)}"
+            yield f"{pad}    plan {pid}  {_short(plan)}"
         if s.usage is not None:
-            yield f"    usage   {_short(s.usage)}"
+            yield f"{pad}    usage   {_short(s.usage)}"
         if s.state is not None:
-            yield f"    state   {s.state}"
+            yield f"{pad}    state   {s.state}"
         for kind, n in s.unknown_updates.items():
-            yield f"    update  {kind} ×{n} (not understood, kept)"
+            yield f"{pad}    update  {kind} ×{n} (not understood, kept)"
 
 
 def mcp_lines(r: Reconstruction) -> Iterator[str]:

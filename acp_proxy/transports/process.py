@@ -22,7 +22,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from acp_proxy.record.link import Tap
@@ -53,11 +53,17 @@ class AgentProcess:
 
     @classmethod
     def spawn(
-        cls, argv: Sequence[str], tap: Tap, *, grace: float, cwd: str | None = None
+        cls,
+        argv: Sequence[str],
+        tap: Tap,
+        *,
+        grace: float,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> AgentProcess:
         """Start ``argv`` with pipes and record it (raises
         :class:`~acp_proxy.errors.AgentSpawnError` with the shell's exit code)."""
-        proc = spawn_agent(argv, cwd=cwd)
+        proc = spawn_agent(argv, cwd=cwd, env=env)
         guard.watch(proc.pid)
         tap.update(pid=proc.pid)
         tap.event("spawn", pid=proc.pid, argv=list(argv))

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from acp_proxy.errors import AgentSpawnError
 
@@ -51,9 +51,11 @@ def check_command(argv: Sequence[str]) -> None:
         raise AgentSpawnError(f"agent command cannot be executed: {program}", 126)
 
 
-def spawn_agent(argv: Sequence[str], *, cwd: str | None = None) -> subprocess.Popen[bytes]:
+def spawn_agent(
+    argv: Sequence[str], *, cwd: str | None = None, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """Start ``argv`` with piped stdin, stdout and stderr, as the leader of a new process
-    group (its pid is the group's id)."""
+    group (its pid is the group's id), in ``env`` (default: ours)."""
     if not argv:
         raise AgentSpawnError("no agent command given (usage: acp-proxy record -- CMD ...)", 2)
     program = argv[0]
@@ -67,6 +69,7 @@ def spawn_agent(argv: Sequence[str], *, cwd: str | None = None) -> subprocess.Po
             stderr=subprocess.PIPE,
             bufsize=0,
             cwd=cwd,
+            env=env,
             # the leader of a group of its own: a signal meant for the agent reaches what
             # it started too, and the guard can end them all (acp_proxy.transports.guard)
             process_group=0,

@@ -67,6 +67,8 @@ VIEWS: dict[str, Callable[[Reconstruction], Any]] = {
     "diffs": rviews.diffs_json,
     "files": rviews.files_json,
     "sessions": rviews.sessions_json,
+    "messages": rviews.session_messages_json,
+    "mcp": rviews.mcp_calls_json,
 }
 
 
@@ -117,7 +119,20 @@ def capture_json(store: Store, ref: str) -> dict[str, Any]:
     ).fetchall()
     said = log_entries([(t, bytes(d)) for t, d in reversed(tail)], [])
     row["last_stderr"] = said[-_LAST_WORDS:]  # where the cause of a failure usually is
+    row["chain"] = chain_json(store, c)
     return row
+
+
+def chain_json(store: Store, c: dict[str, Any]) -> dict[str, Any] | None:
+    """The proxy chain ``c`` is a capture of (docs/protocol.md §13.4): its id, which hop
+    ``c`` is, and every hop (capture id and role); None outside any chain."""
+    from acp_proxy.store.chains import chain_of
+
+    found = chain_of(store, c)
+    if found is None:
+        return None
+    hops = [{"capture": h.capture["id"], "role": h.role} for h in found.hops]
+    return {"id": found.id, "hop": found.index_of(c["id"]), "hops": hops}
 
 
 _LAST_WORDS = 5

@@ -597,6 +597,48 @@ CASES = [
         {("acp.unknown-session", "agent"), ("subagent.announced-late", "agent")},
     ),
     Case(
+        "session/cancel for a child that does not advertise cancel",
+        [
+            *P2,
+            (
+                A,
+                update(
+                    {
+                        "sessionUpdate": "subagent_update",
+                        "sessionId": "c1",
+                        "capabilities": {"cancel": {}},
+                    }
+                ),
+            ),
+            (
+                A,
+                update(
+                    {"sessionUpdate": "subagent_update", "sessionId": "c1", "capabilities": None}
+                ),
+            ),
+            (C, note("session/cancel", {"sessionId": "c1"})),
+        ],
+        {("subagent.cancel-capability", "client")},
+    ),
+    Case(
+        "session/cancel for a child that advertises cancel",
+        [
+            *P2,
+            (
+                A,
+                update(
+                    {
+                        "sessionUpdate": "subagent_update",
+                        "sessionId": "c1",
+                        "capabilities": {"cancel": {}},
+                    }
+                ),
+            ),
+            (C, note("session/cancel", {"sessionId": "c1"})),
+        ],
+        set(),
+    ),
+    Case(
         "v1 subagent updates to a client that did not opt in",
         [*P1, (A, update({"sessionUpdate": "subagent_update", "sessionId": "c1"}))],
         {("subagent.not-advertised", "agent"), ("schema.newer", "agent")},

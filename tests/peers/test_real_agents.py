@@ -10,6 +10,7 @@ over, or the proxy is killed, no process of the agent's tree is left running.
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -46,6 +47,7 @@ class Session:
     stderr: bytes  # what the proxy wrote on its stderr
     exit_code: int
     left: list[ptree.Proc]  # processes of the run still there once it was over
+    session_id: str  # what session/new answered
 
 
 @pytest.fixture(scope="module", params=AGENTS, ids=lambda a: a.name)
@@ -64,12 +66,14 @@ def session(
             stderr=root / "proxy.stderr",
         ) as wire:
             editor = Editor(wire)
-            prompt_fails(editor, agent, open_session(editor, agent, box.workspace))
+            sid = open_session(editor, agent, box.workspace)
+            prompt_fails(editor, agent, sid)
             code = wire.finish(60)
         wait_recorded(db, 60)
         left = ptree.wait_gone(ptree.marked(box.marker), 5)
         stderr = (root / "proxy.stderr").read_bytes()
-        yield Session(agent, box, db, bytes(wire.sent), bytes(wire.received), stderr, code, left)
+        yield Session(agent, box, db, bytes(wire.sent), bytes(wire.received), stderr, code, left,
+                      sid)  # fmt: skip
     finally:
         ptree.kill_marked(box.marker)
 
@@ -122,6 +126,24 @@ def test_check_finds_no_error_in_what_was_said(session: Session) -> None:
     )
     assert done.returncode == 0, done.stdout.decode(errors="replace")
     assert b"0 errors" in done.stdout
+
+
+def test_recorded_in_its_version_with_the_session_it_opened(session: Session) -> None:
+    """codex-acp speaks v2 (``info`` and ``capabilities``, ``auth/login``, ``mcpServers``
+    left out), the others v1: the capture says which, and its sessions view shows the one
+    session the editor opened, in the editor's workspace."""
+    rec = recorded(session.db, 1)
+    assert rec.capture["protocol_version"] == session.agent.protocol
+    done = subprocess.run([*PROXY, "show", "1", "--db", str(session.db), "--view", "sessions",
+                           "--json"], capture_output=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (opened,) = json.loads(done.stdout)
+    assert opened["sessionId"] == session.session_id
+    assert opened["cwd"] == str(session.box.workspace)
+    assert opened["parentSessionId"] is None and opened["children"] == []
+    if session.agent.protocol == 2:
+        assert opened["configOptions"]  # codex-acp offers its model and reasoning options
+        assert b'"method":"_auth/status_update"' in rec.a2c.replace(b" ", b"")
 
 
 def test_no_process_is_left_once_the_session_is_over(session: Session) -> None:

@@ -123,3 +123,17 @@ def test_fixtures_are_in_place() -> None:
     for name in ("v1-subagents", "v2-subagents", "v1-proxy-hop", "v1-mcp-over-acp"):
         assert Path(FIXTURES / f"{name}.jsonl").is_file()
         assert Path(FIXTURES / "expected" / f"{name}.json").is_file()
+
+
+def test_the_sessions_text_puts_every_line_of_a_child_under_it() -> None:
+    from acp_proxy.text.views import sessions_lines
+
+    lines = list(sessions_lines(reconstruct(_frames("v2-subagents.jsonl"))))
+    child = lines.index("  └ child child  cwd ?")
+    assert lines[child + 1 :] == [
+        '      subagent of parent: {"title":"test runner","capabilities":{"cancel":{}},'
+        '"state":{"state":…',
+        "      message parent → child: run cargo test",
+        "      state   idle",
+    ]
+    assert lines[child - 1] == "    state   idle"  # the parent's, at the parent's depth

@@ -9,7 +9,8 @@ from typing import Any
 
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.replay.client import ClientStandIn
-from acp_proxy.replay.compare import client_ending, client_eof_ns, compare, summarise_run
+from acp_proxy.replay.compare import compare, summarise_run
+from acp_proxy.replay.ending import client_ending, client_eof_ns
 from acp_proxy.replay.match import parse_messages
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
@@ -96,3 +97,21 @@ def test_ambient_updates_are_compared_by_kind_not_place() -> None:
         ["available_commands_update"],
         [],
     )
+
+
+def test_what_was_announced_after_the_client_left_is_not_required() -> None:
+    """An extension's status the agent sent after the client closed its stdin raced the
+    client's kill: another run that did not get to say it has not diverged."""
+    recorded = run(
+        (C2A, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}),
+        (A2C, {"jsonrpc": "2.0", "id": 0, "result": {}}),
+        (A2C, {"jsonrpc": "2.0", "method": "_auth/status_update", "params": {}}),
+    )
+    eof = recorded[1].t_ns  # the client left right after the answer
+    replayed = run(
+        (C2A, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}),
+        (A2C, {"jsonrpc": "2.0", "id": 0, "result": {}}),
+    )
+    assert compare(summarise_run(recorded, client_eof_ns=eof), summarise_run(replayed)) == []
+    (d,) = compare(summarise_run(recorded), summarise_run(replayed))
+    assert d.what == "announced"

@@ -66,7 +66,10 @@ def test_hostile_recording_runs_nothing_and_loads_nothing(served: str) -> None:
         for view in views:
             page.goto(served + f"#/c/1/{view}")
             page.wait_for_load_state("networkidle")
-            expect(page.locator("#view")).not_to_be_empty(timeout=20_000)
+            view_box = page.locator("#view")
+            view_box.or_(page.locator("#app > p.odd")).first.wait_for(timeout=20_000)
+            assert view_box.count() == 1, f"#/c/1/{view}: {page.locator('#app').inner_text()}"
+            expect(view_box).not_to_be_empty(timeout=20_000)
         page.goto(served + "#/c/1/f/0")
         expect(page.locator("#frame-detail")).to_contain_text("<script>alert")
         rows = page.locator("#frames tr")

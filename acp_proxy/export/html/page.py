@@ -16,11 +16,14 @@ from acp_proxy.check.findings import Finding
 from acp_proxy.check.source import by_seq
 from acp_proxy.export.html import sections
 from acp_proxy.export.html.rows import Rows
+from acp_proxy.export.html.sessions import mcp_html, sessions_html
 from acp_proxy.export.html.style import CSP, CSS, esc
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct.views import (
     diffs_json,
+    mcp_calls_json,
     permissions_json,
+    session_messages_json,
     sessions_json,
     terminals_json,
     tools_json,
@@ -109,7 +112,9 @@ def write_html(
         + (f" · label {esc(c['label'])}" if c.get("label") else "")
         + "</p></header><main>",
         *sections.turns_html(turns_json(r), shown, cut_short),
+        *sessions_html(sessions_json(r), session_messages_json(r), shown),
         *sections.tools_html(tools_json(r), diffs, {t["terminalId"]: t for t in terminals}, shown),
+        *mcp_html(mcp_calls_json(r), shown),
         *sections.permissions_html(permissions_json(r), shown),
         *sections.plans_html(sessions_json(r)),
         *sections.terminals_html(terminals, shown),

@@ -32,6 +32,10 @@ def turns_html(turns: list[dict[str, Any]], shown: range, cut_short: str | None)
     ]
     for t in turns:
         cancel = " (cancelled)" if t.get("cancelled") and t.get("stopReason") != "cancelled" else ""
+        retries = t.get("retries") or []
+        if retries:  # one turn, its prompt sent again with its idempotencyKey
+            seqs = ", ".join(link(x.get("seq"), shown) for x in retries)
+            cancel += f" (retried {len(retries)}×: {seqs})"
         stop = esc(t.get("stopReason"))
         bad = False
         if t.get("endedSeq") is None:

@@ -43,6 +43,10 @@ tr.err td{background:#fdecea} tr.run td{background:#f3f6fb} .err{color:#b42318}
 .add{color:#0b7a3e} .del{color:#b42318} .hunk{color:#6b4fbb}
 details summary{cursor:pointer;color:#4a5563} .card{background:#fff;border:1px solid #e3e6ea;
 padding:8px 12px;margin:8px 0} .muted{color:#6b7380}
+ul.tree{list-style:none;margin:0;padding-left:0}
+ul.tree ul.tree{padding-left:22px;border-left:2px solid #e3e6ea}
+.badge{display:inline-block;padding:0 6px;border-radius:8px;border:1px solid #6b4fbb;color:#6b4fbb;
+font-size:12px}
 """
 
 _CSS_HASH = base64.b64encode(hashlib.sha256(CSS.encode()).digest()).decode()

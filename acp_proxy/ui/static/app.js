@@ -231,11 +231,20 @@ function captureHeader(c) {
       ` · started ${c.started_at} · `, el("span", { id: "capture-count" }, `${c.messages} frames`), " · ",
       c.live ? el("span", { class: "badge live", id: "capture-live" }, "● live") : null, " ",
       el("span", { id: "capture-status" }, c.status), c.label ? ` · label ${c.label}` : ""),
+    c.chain ? chainLine(c) : null,
     (c.last_stderr || []).length ? el("div", { id: "last-stderr" },
       el("span", { class: "muted" }, "last on the agent's stderr (", el("a", { href: hash("c", c.id, "log") }, "all of it"), "):"),
       el("pre", { class: "stderr" }, c.last_stderr.map((e) => [stderrLine(e), "\n"]))) : null,
     el("div", { class: "exports" }, "Export: ", ex("html", "HTML page"), ex("jsonl", "JSONL (exact bytes)"),
       ex("patch", "patch"), ex("asciicast", "asciicast")));
+}
+
+function chainLine(c) {
+  const ch = c.chain;
+  return el("div", { id: "chain" }, `hop ${ch.hop} of proxy chain `, el("span", { class: "mono" }, ch.id.slice(0, 12)), ": ",
+    ch.hops.map((h, i) => [i ? " → " : "", h.capture === c.id
+      ? el("strong", {}, `hop ${i} (${h.role})`)
+      : el("a", { href: hash("c", h.capture, "f") }, `hop ${i} (${h.role}, capture ${h.capture})`)]));
 }
 
 async function showCapture(cid, tab, item) {
@@ -440,7 +449,13 @@ async function showView(body, name, item) {
   const cid = state.capture.id;
   if (name === "log") { await showLog(body); return; }
   const data = await get(`/api/captures/${cid}/view/${name}`);
-  body.replaceChildren(...renderView(name, data, cid, item));
+  // the sessions tree shows the messages between sessions, the tools the MCP calls over ACP
+  const more = { sessions: "messages", tools: "mcp" }[name];
+  const extra = more ? await get(`/api/captures/${cid}/view/${more}`) : [];
+  if (name === "sessions") body.replaceChildren(...sessionTree(data, extra, cid));
+  else if (name === "tools") body.replaceChildren(...(data.length ? renderView(name, data, cid, item) : []), ...mcpCalls(extra, cid),
+    ...(data.length || extra.length ? [] : renderView(name, data, cid, item)));
+  else body.replaceChildren(...renderView(name, data, cid, item));
   if (item !== undefined) {
     const target = document.getElementById("item-" + item);
     if (target) { target.classList.add("target"); target.scrollIntoView({ block: "start" }); }
@@ -466,7 +481,10 @@ function contentItems(items, cid) {
 function renderView(name, data, cid, item) {
   if (!data.length) return [el("p", { class: "muted" }, `No ${name} in this capture.`)];
   if (name === "turns") return data.map((t) => el("div", { class: "card", id: "item-" + t.index },
-    el("h2", {}, `Turn ${t.index} · `, frameLink(cid, t.seq), ` · ${t.stopReason || (t.error ? "error" : t.endedSeq === null ? "running" : "ended")}`),
+    el("h2", {}, `Turn ${t.index} · `, frameLink(cid, t.seq), ` · ${t.stopReason || (t.error ? "error" : t.endedSeq === null ? "running" : "ended")}`,
+      (t.retries || []).length ? [" ", el("span", { class: "badge retry" }, `retried ${t.retries.length}×`)] : null),
+    (t.retries || []).length ? el("div", { class: "muted retries" }, `the prompt was sent again with idempotencyKey ${t.idempotencyKey}: `,
+      t.retries.map((x, i) => [i ? ", " : "", frameLink(cid, x.seq), x.messageId !== null && x.messageId !== undefined ? ` (messageId ${x.messageId})` : ""])) : null,
     t.error ? el("div", { class: "odd turn-error" }, "error ", errorText(t.error), " · ", el("a", { href: hash("c", cid, "log") }, "the agent's stderr")) : null,
     el("div", { class: "muted" }, `session ${t.sessionId} · duration ${ms(t.durationMs)} · first output after ${ms(t.timeToFirstOutputMs)}` +
       ` · tools ${ms(t.toolTimeMs)} · permission wait ${ms(t.permissionWaitMs)}`),
@@ -520,6 +538,55 @@ function diffCards(data, cid) {
     out.push(card);
   });
   return out;
+}
+
+// the session tree: each child under its parent, with what the parent said of it, its
+// history replays and the messages between sessions (history marked as such)
+function sessionTree(sessions, messages, cid) {
+  if (!sessions.length) return [el("p", { class: "muted" }, "No sessions in this capture.")];
+  const byId = new Map(sessions.map((s) => [s.sessionId, s]));
+  const seen = new Set();
+  const history = (what) => el("span", { class: "badge history" }, what || "history");
+  const node = (s) => {
+    if (seen.has(s.sessionId)) return null;
+    seen.add(s.sessionId);
+    const sub = s.subagent;
+    const state = s.state || (sub && sub.state && (sub.state.state || sub.state));
+    const said = messages.filter((m) => m.sessionId === s.sessionId);
+    return el("li", { class: "session" }, el("div", { class: "card", id: "item-" + s.sessionId },
+      el("h2", {}, sub ? "Subagent " : "Session ", el("span", { class: "mono" }, s.sessionId),
+        sub && sub.title ? ` · ${sub.title}` : "", state ? [" ", el("span", { class: "badge" }, String(state))] : null,
+        sub && sub.replayed ? [" ", history("named by history")] : null),
+      sub ? el("div", { class: "muted" }, "child of ", el("a", { href: hash("c", cid, "sessions", s.parentSessionId) }, s.parentSessionId),
+        ", announced ", frameLink(cid, sub.announcedSeq),
+        sub.capabilities && sub.capabilities.cancel ? " · can be cancelled" : "",
+        sub.toolCallIds.length ? [" · run by tool call ", sub.toolCallIds.map((id, i) => [i ? ", " : "", el("a", { href: hash("c", cid, "tools", id) }, id)])] : null) : null,
+      s.cwd ? el("div", { class: "muted" }, `cwd ${s.cwd}`) : null,
+      s.history ? el("div", { class: "replays" }, history(), ` ${s.history} update(s) replayed history`,
+        (s.replays || []).map((r) => [" · ", r.method, " ", frameLink(cid, r.requestSeq), ": ",
+          r.complete ? "complete" : r.truncated ? el("span", { class: "odd" }, "truncated") : "open"])) : null,
+      said.length ? el("ul", { class: "messages", "aria-label": "messages between sessions" }, said.map((m) => el("li", {},
+        frameLink(cid, m.seq), ` ${m.senderSessionId || "?"} → ${m.recipientSessionId || "?"}`, m.replayed ? [" ", history()] : null, ": ",
+        el("span", { class: "said" }, m.text)))) : null),
+      s.children.length ? el("ul", { class: "tree" }, s.children.map((c) => byId.has(c) ? node(byId.get(c)) : null)) : null);
+  };
+  const roots = sessions.filter((s) => !s.parentSessionId || !byId.has(s.parentSessionId));
+  const tree = roots.map(node);
+  const left = sessions.filter((s) => !seen.has(s.sessionId)).map(node);  // a loop of parents
+  return [el("ul", { class: "tree", id: "sessions", "aria-label": "sessions and their subagents" }, tree, left)];
+}
+
+function mcpCalls(calls, cid) {
+  if (!calls.length) return [];
+  return [el("h2", {}, "MCP over ACP"), el("table", { id: "mcp", "aria-label": "MCP calls carried over ACP" },
+    el("tr", {}, ["frame", "server", "call", "arguments", "outcome", "by"].map((h) => el("th", {}, h))),
+    calls.map((c) => el("tr", { class: c.error ? "odd" : null },
+      el("td", { class: "num" }, frameLink(cid, c.seq)), el("td", { class: "mono" }, String(c.server || "?")),
+      el("td", { class: "mono" }, c.tool ? `${c.method} ${c.tool}` : c.method),
+      el("td", {}, c.arguments === null || c.arguments === undefined ? "" : el("code", {}, JSON.stringify(c.arguments))),
+      el("td", {}, c.error ? ["error ", errorText(c.error)] : c.responseSeq === null ? "no answer"
+        : [frameLink(cid, c.responseSeq), " ", el("code", {}, JSON.stringify(c.result))]),
+      el("td", {}, c.caller))))];
 }
 
 function terminalCard(t, cid) {
