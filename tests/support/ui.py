@@ -6,10 +6,11 @@ from __future__ import annotations
 import http.client
 import os
 import re
+import select
 import signal
 import subprocess
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,10 @@ CHROMIUM_ARGS = [
 
 
 @contextmanager
-def ui_server(db: Path, *extra: str) -> Iterator[str]:
+def ui_server(db: Path, *extra: str, proxy: Sequence[str] = PROXY) -> Iterator[str]:
     """``acp-proxy ui`` on a free loopback port (unless ``extra`` says otherwise); yields
-    the URL it printed."""
-    args = [*PROXY, "ui", "--db", str(db)]
+    the URL it printed. ``proxy`` is how acp-proxy is run (an installed script, say)."""
+    args = [*proxy, "ui", "--db", str(db)]
     if "--listen" not in extra:
         args += ["--listen", "127.0.0.1:0"]
     proc = subprocess.Popen(
@@ -40,7 +41,8 @@ def ui_server(db: Path, *extra: str) -> Iterator[str]:
     )
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline().decode()
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        line = proc.stdout.readline().decode() if ready else "(nothing in 60 s)"
         m = re.search(r" at (http://\S+)$", line.strip())
         if m is None:
             err = proc.stderr.read().decode() if proc.stderr else ""
