@@ -13,6 +13,7 @@ import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from support.proc import PROXY
@@ -75,6 +76,22 @@ def request(
         return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
     finally:
         conn.close()
+
+
+def playwright_sync_api() -> ModuleType:
+    """Playwright's sync API, for a browser test module to call at import. Without
+    playwright the module is skipped, saying so, rather than failing to load — unless
+    ``ACP_PROXY_REQUIRE_BROWSER`` is set, as CI sets it: there it is an error."""
+    import pytest
+
+    try:
+        from playwright import sync_api
+    except ImportError as e:
+        why = f"playwright is not installed ({e}; pip install -e '.[test]')"
+        if os.environ.get("ACP_PROXY_REQUIRE_BROWSER"):
+            raise ImportError(f"{why}, and ACP_PROXY_REQUIRE_BROWSER is set") from e
+        pytest.skip(why, allow_module_level=True)
+    return sync_api
 
 
 def launch(playwright: Any) -> Any:

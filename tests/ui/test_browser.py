@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright import sync_api
 from support.proc import PROXY, wait_recorded
-from support.ui import launch, ui_server
+from support.ui import launch, playwright_sync_api, ui_server
+
+pytestmark = pytest.mark.browser
+sync_api = playwright_sync_api()  # skips this module where playwright is not installed
 
 expect = sync_api.expect
 
