@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from support.paths import ROOT, TESTS
+from support.playbook import Like, Playbook, PlaybookFailure
 
 TIERS = {"browser", "peers", "faults", "interop", "packaging"}
 
@@ -104,3 +105,70 @@ def test_each_tier_marks_tests(tier: str) -> None:
         and p.name != "test_suite.py"
     ]
     assert marked != []
+
+
+# -- the playbook helper (support.playbook) ------------------------------------------------
+
+
+class Doubler:
+    """A core for the helper's own tests: each number in, it and its double out."""
+
+    def feed(self, item: int) -> list[int]:
+        return [item, 2 * item]
+
+
+def test_a_playbook_passes_when_every_step_gives_its_outputs() -> None:
+    assert Playbook(Doubler()) >> 1 << 1 << 2 >> 5 << 5 << 10
+    assert Playbook(Doubler()) >> 1 << ... >> 3 << 3 << ...
+    assert Playbook(Doubler()) >> 4 << Like("even", lambda n: n % 2 == 0) << 8
+
+
+def test_a_failing_playbook_names_the_step_its_line_and_what_came_out() -> None:
+    first = sys._getframe().f_lineno + 1
+    book = Playbook(Doubler()) >> 1 << 1 << 2
+    book = book >> 3 << 3 << 7
+    book = book >> 4
+    with pytest.raises(PlaybookFailure) as failed:
+        assert book
+    assert str(failed.value).splitlines() == [
+        f"step 2 (test_suite.py:{first + 1}) gave other outputs:",
+        f"    1 >> 1   [test_suite.py:{first}]",
+        "           << 1",
+        "           << 2",
+        f"!!  2 >> 3   [test_suite.py:{first + 1}]",
+        "        expected << 3",
+        "        expected << 7",
+        "        got      << 3",
+        "        got      << 6",
+    ]
+
+
+def test_a_step_of_a_playbook_written_over_many_lines_is_named_by_its_own_line() -> None:
+    first = sys._getframe().f_lineno + 3  # the line of `>> 1`
+    book = (
+        Playbook(Doubler())
+        >> 1
+        << 1
+        << 2
+        >> 3
+        << 9
+    )  # fmt: skip
+    with pytest.raises(PlaybookFailure) as failed:
+        assert book
+    assert (
+        str(failed.value).splitlines()[0]
+        == f"step 2 (test_suite.py:{first + 3}) gave other outputs:"
+    )
+
+
+def test_a_playbook_with_missing_or_extra_outputs_fails() -> None:
+    with pytest.raises(PlaybookFailure):
+        assert Playbook(Doubler()) >> 1 << 1
+    with pytest.raises(PlaybookFailure):
+        assert Playbook(Doubler()) >> 1 << 1 << 2 << 3
+    with pytest.raises(PlaybookFailure):
+        assert Playbook(Doubler()) >> 2 << Like("odd", lambda n: n % 2 == 1) << ...
+    book = Playbook(Doubler()) >> 1 << ...
+    assert book
+    with pytest.raises(TypeError):
+        bool(book)  # a playbook runs once
