@@ -5,7 +5,7 @@ record, a frame, a live message) into what the core gives back, each output in a
 comparable form. A test writes the script as it reads::
 
     assert (
-        Playbook(RecorderDriver())  # tests/record/test_record_playbooks.py
+        Playbook(RecorderDriver())  # tests/record/records.py
         >> Open()
         << Opened("u1")
         >> Chunk(C2A, b'{"jsonrpc":"2.0","id":0,"method":"a"}\\n{"jsonrpc"')
