@@ -23,7 +23,7 @@ from support import fresh
 from support.paths import ROOT
 from support.ui import request, ui_server
 
-pytestmark = [pytest.mark.packaging, pytest.mark.xdist_group("wheel")]
+pytestmark = pytest.mark.packaging
 
 
 @dataclass
