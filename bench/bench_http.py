@@ -8,7 +8,7 @@ request a stream of it; HTTP/1.1: one connection per request at once, kept alive
 measures the median and p99 of sequential round trips, and the requests per second of
 ``--concurrent`` requests at once. Figures of record: docs/performance.md.
 
-    /work/venv/bin/python bench/bench_http.py [--requests 2000] [--concurrent 16]
+    python bench/bench_http.py [--requests 2000] [--concurrent 16]
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The capture is recorded with ``record`` in front of ``bench/flood_agent.py`` (me
 of ``--size`` bytes, ``bench/flood.py``), then each command runs in a process of its own,
 output to /dev/null, and its peak resident set size (``VmHWM``) is reported.
 
-    /work/venv/bin/python bench/bench_memory.py --frames 200000
+    python bench/bench_memory.py --frames 200000
     PYTHONPATH=/path/to/another/checkout python bench/bench_memory.py   # compare a version
 """
 

@@ -14,10 +14,10 @@ With ``--against REV``, the same commands also run from the code of git revision
 (extracted to a temporary directory), one after the other in the same run, so the two can
 be compared on a shared, noisy machine.
 
-    /work/venv/bin/python bench/bench_read.py              # 1 000 000 frames
-    /work/venv/bin/python bench/bench_read.py --frames 100000
-    /work/venv/bin/python bench/bench_read.py --db PATH    # reuse a database built before
-    /work/venv/bin/python bench/bench_read.py --db PATH --against HEAD~3 --runs 3
+    python bench/bench_read.py              # 1 000 000 frames
+    python bench/bench_read.py --frames 100000
+    python bench/bench_read.py --db PATH    # reuse a database built before
+    python bench/bench_read.py --db PATH --against HEAD~3 --runs 3
 
 Figures and the machine they came from are in docs/performance.md ("Reading").
 """

@@ -8,8 +8,8 @@ reported for the fold alone, for the fold fed from a ``jsonl`` export on disk (t
 CLI takes for a file), and for producing every JSON view (which renders each terminal's
 screen).
 
-    /work/venv/bin/python bench/bench_reconstruct.py             # 1 000 000 frames
-    /work/venv/bin/python bench/bench_reconstruct.py --frames 100000
+    python bench/bench_reconstruct.py             # 1 000 000 frames
+    python bench/bench_reconstruct.py --frames 100000
 
 Figures and the machine they came from are in docs/performance.md ("Reconstruction").
 """

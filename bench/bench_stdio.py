@@ -5,8 +5,8 @@ limit). A proxied run is followed until its recorder process has written the las
 (``recorded``), not only until the reader had the bytes (``forwarded``); afterwards the
 database is checked to hold exactly the frames sent (count, bytes, gap-free ``seq``, kinds).
 
-    /work/venv/bin/python bench/bench_stdio.py            # full run, a few minutes
-    /work/venv/bin/python bench/bench_stdio.py --quick    # about a minute
+    python bench/bench_stdio.py            # full run, a few minutes
+    python bench/bench_stdio.py --quick    # about a minute
 
 Figures, and the machine they came from, are in docs/performance.md.
 """

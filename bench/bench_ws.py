@@ -10,8 +10,8 @@ and this load client. Reported:
 - round-trip latency of one small message at a time (median, p99), and what the proxy adds;
 - the proxy's resident memory over one long connection (``--long`` messages).
 
-    /work/venv/bin/python bench/bench_ws.py
-    /work/venv/bin/python bench/bench_ws.py --small 50000 --long 200000
+    python bench/bench_ws.py
+    python bench/bench_ws.py --small 50000 --long 200000
 
 Figures and the machine they came from are in docs/performance.md ("WebSocket").
 """

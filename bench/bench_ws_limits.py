@@ -9,8 +9,8 @@ An upstream that accepts connections and never reads; ``--clients`` clients each
 sampled from /proc. Extra arguments go to
 ``acp-proxy ws`` (``--max-size``, ``--max-in-flight``, ``--max-connections``).
 
-    /work/venv/bin/python bench/bench_ws_limits.py --clients 6 --size 62914560
-    /work/venv/bin/python bench/bench_ws_limits.py --clients 300 --size 1024 -- --max-size 1048576
+    python bench/bench_ws_limits.py --clients 6 --size 62914560
+    python bench/bench_ws_limits.py --clients 300 --size 1024 -- --max-size 1048576
 
 Figures are in docs/websocket.md ("Limits").
 """

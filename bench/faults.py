@@ -4,8 +4,8 @@ Each drill floods the relay with N frames and prints what was sent, what reached
 side (forwarded), what the database holds (stored) and what it says was lost, and checks that
 forwarded ⊆ stored or that the difference is written down exactly.
 
-    /work/venv/bin/python bench/faults.py            # 1 000 000 frames per drill
-    /work/venv/bin/python bench/faults.py --frames 200000
+    python bench/faults.py            # 1 000 000 frames per drill
+    python bench/faults.py --frames 200000
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ there is one (the limit). ``--quick`` takes about three minutes with smaller cou
 reading rows are then measured on 200 000 frames, so their verdict is indicative only);
 the full run takes ten to fifteen.
 
-    /work/venv/bin/python bench/run.py --quick
-    /work/venv/bin/python bench/run.py
+    python bench/run.py --quick
+    python bench/run.py
 
 The figures of record are in docs/performance.md.
 """

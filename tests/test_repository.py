@@ -32,6 +32,15 @@ FORBIDDEN = tuple(
 )
 SKIPPED_DIRS = {"__pycache__", ".pytest_cache", ".hypothesis", "node_modules"}
 
+# A path of one machine: its work tree, root's home, a named user's home, a virtualenv's
+# interpreter by absolute path. Readers run relative commands; examples use the
+# placeholder users below.
+MACHINE_PATH = re.compile(
+    r"(?<![\w.~-])(?:/work/|/root/|/(?:home|Users)/(?!(?:me|user|u|NAME)/)[\w.-]+/"
+    r"|/\S*?venv/bin/python)"
+)
+MACHINE_PATH_TOPS = ("README.md", "CHANGELOG.md", "docs", "bench", "acp_proxy", ".ci")
+
 SECTION_HEADING = re.compile(r"^#{2,4} (\d+(?:\.\d+)*)\.? ", re.MULTILINE)
 SECTION_REF = re.compile(r"§(\d+(?:\.\d+)*)")
 # Sections of other specifications, not of docs/protocol.md.
@@ -109,6 +118,22 @@ def test_nothing_points_outside_the_repository() -> None:
     assert found == {}
 
 
+def machine_paths(text: str) -> list[str]:
+    return [m.group(0) for m in MACHINE_PATH.finditer(text)]
+
+
+def test_no_path_of_one_machine_in_docs_bench_readme_or_the_package() -> None:
+    found = {}
+    for top in MACHINE_PATH_TOPS:
+        path = ROOT / top
+        for file in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            if file.is_file() and "__pycache__" not in file.parts:
+                text = _text(file)
+                if text is not None and (paths := machine_paths(text)):
+                    found[str(file.relative_to(ROOT))] = paths
+    assert found == {}
+
+
 def test_every_citation_names_a_section_that_exists() -> None:
     protocol = PROTOCOL.read_text(encoding="utf-8")
     design = DESIGN.read_text(encoding="utf-8")
@@ -150,6 +175,12 @@ def test_the_9_2_fixture_is_the_example_in_the_doc() -> None:
 
 
 def test_the_checks_can_fail() -> None:
+    assert machine_paths("    /work/venv/bin/python bench/run.py --quick") == ["/work/"]
+    assert machine_paths("run /opt/x/.venv/bin/python -m pytest") == ["/opt/x/.venv/bin/python"]
+    assert machine_paths("cd /home/alice/acp-proxy; ls /root/.cache") == ["/home/alice/", "/root/"]
+    assert machine_paths("/Users/bob/src") == ["/Users/bob/"]
+    assert machine_paths('"--db", "/home/me/acp.sqlite"; /home/user/project, /home/NAME/') == []
+    assert machine_paths("python bench/run.py; . .venv/bin/activate; ~/.local/state") == []
     assert forbidden_mentions(f"see {FORBIDDEN[1]}") == [FORBIDDEN[1]]
     assert forbidden_mentions(f"Lifecycle {FORBIDDEN[-1]} foundation)") == [FORBIDDEN[-1]]
     assert forbidden_mentions("see docs/design.md and docs/protocol.md") == []

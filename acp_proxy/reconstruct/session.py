@@ -16,10 +16,19 @@ What belongs here: the records for what surrounds tool calls —
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Change", "Permission", "Retry", "SessionState", "Turn", "intervals_ns"]
+
+
+def _hashable(message_id: Any) -> Any:
+    """A message id as a key: a peer may send a list or an object (docs/design.md principle
+    7); those are told apart by their JSON text."""
+    if isinstance(message_id, list | dict):
+        return ("json", json.dumps(message_id, sort_keys=True, default=str))
+    return message_id
 
 
 @dataclass(slots=True)
@@ -182,11 +191,13 @@ class Turn:
     def chunk(self, role: str, message_id: Any, content: Any) -> None:
         """A message or thought chunk: its text is appended (§5.1, §5.2)."""
         if isinstance(content, dict) and content.get("type") == "text":
-            self.messages.setdefault((role, message_id), []).append(str(content.get("text", "")))
+            key = (role, _hashable(message_id))
+            self.messages.setdefault(key, []).append(str(content.get("text", "")))
 
     def upsert(self, role: str, message_id: Any, u: dict[str, Any]) -> None:
         """A v2 ``agent_message``/``agent_thought``: omitted content = unchanged, ``null`` or
         ``[]`` = cleared, an array = replaced (§5.2)."""
+        message_id = _hashable(message_id)
         if "content" not in u:
             self.messages.setdefault((role, message_id), [])
             return

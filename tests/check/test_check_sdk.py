@@ -20,6 +20,8 @@ from support.paths import TESTS
 from support.proc import PROXY, peer, wait_recorded
 from support.sdk import sdk_session
 
+pytestmark = pytest.mark.interop
+
 REPO = TESTS.parent
 NPM = TESTS / "npm"
 TS_AGENT = ["node", str(NPM / "agent.mjs")]

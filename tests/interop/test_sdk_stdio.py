@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from support.proc import PROXY, db_rows, peer
 from support.sdk import sdk_session
 from support.views import assert_views_stream
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.store.reader import Store
+
+pytestmark = pytest.mark.interop
 
 
 async def test_official_sdk_peers_agree_through_the_proxy(tmp_path: Path, db: Path) -> None:

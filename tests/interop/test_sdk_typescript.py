@@ -27,6 +27,8 @@ from support.views import assert_views_stream
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.store.reader import Store
 
+pytestmark = pytest.mark.interop
+
 NPM = TESTS / "npm"
 SDK_VERSION = "2.4.0"
 INSTALL_HINT = "run `npm ci --prefix tests/npm` to install the TypeScript SDK test peers"

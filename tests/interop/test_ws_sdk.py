@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from acp import PROTOCOL_VERSION, connect_to_agent, spawn_agent_process, text_block
 from acp.http.asgi import create_asgi_app
 from acp.schema import (
@@ -30,6 +31,8 @@ from support.ws import events, rows, running_proxy
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.store.reader import Store
+
+pytestmark = pytest.mark.interop
 
 
 def _sdk_agent_class() -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +125,27 @@ def test_v2_resume_replay_is_marked_and_message_upserts_replace_chunks() -> None
     assert turn["agentText"] == "Final answer. Bye."
     assert turn["thoughtText"] == ""  # set, then cleared with null
     assert turn["toolCallIds"] == ["new_call"]
+
+
+def test_a_message_id_of_any_json_type_is_folded_not_a_crash() -> None:
+    # peer content is hostile (docs/design.md principle 7): a list or an object for an id
+    from acp_proxy.protocol.frames import Direction, Frame
+
+    def update(seq: int, u: dict[str, Any]) -> Frame:
+        body = {
+            "jsonrpc": "2.0",
+            "method": "session/update",
+            "params": {"sessionId": "s", "update": u},
+        }
+        return Frame(seq, Direction.AGENT_TO_CLIENT, seq, json.dumps(body).encode())
+
+    prompt = {"jsonrpc": "2.0", "id": 1, "method": "session/prompt", "params": {"sessionId": "s"}}
+    frames = [Frame(0, Direction.CLIENT_TO_AGENT, 0, json.dumps(prompt).encode())]
+    text = {"type": "text", "text": "a"}
+    for i, mid in enumerate([["x"], {"k": 1}, ["x"], 7], start=1):
+        frames.append(update(2 * i - 1, {"sessionUpdate": "agent_message", "messageId": mid,
+                                         "content": [text]}))  # fmt: skip
+        frames.append(update(2 * i, {"sessionUpdate": "agent_message_chunk", "messageId": mid,
+                                     "content": text}))  # fmt: skip
+    [turn] = turns_json(reconstruct(frames))
+    assert turn["agentText"] == "aa" * 3  # ["x"] again is the first message, replaced

@@ -17,10 +17,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from support.proc import PROXY, db_rows, peer, recorder_processes, run_proxy, wait_recorded
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.store.reader import Store
+
+pytestmark = pytest.mark.faults
 
 LINE = (
     b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'

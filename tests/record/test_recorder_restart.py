@@ -10,10 +10,13 @@ import sqlite3
 import time
 from pathlib import Path
 
+import pytest
 from support.proc import wait_recorded
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.record.link import CaptureMeta, RecorderLink
+
+pytestmark = pytest.mark.faults
 
 
 def _stored(db: Path) -> int:

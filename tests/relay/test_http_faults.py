@@ -14,6 +14,7 @@ import h11
 import httpx
 import pytest
 from support.http import chunked, raw_upstream, rebuild_stream, running_http_proxy
+from support.ports import refusing_port
 from support.ws import events, rows
 
 from acp_proxy.transports.websocket import WsSettings
@@ -149,17 +150,12 @@ async def test_event_stream_relayed_and_rebuilt_byte_for_byte(db: Any) -> None:
 
 
 async def test_upstream_down_is_a_502_and_recorded(db: Any) -> None:
-    import socket
-
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()  # nothing listens there now
     init = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}'
     json_type = {"Content-Type": "application/json"}
-    upstream = f"http://127.0.0.1:{port}/acp"
-    async with running_http_proxy(db, upstream) as proxy, httpx.AsyncClient() as client:
-        r = await client.post(proxy.url + "/acp", content=init, headers=json_type)
+    with refusing_port() as port:
+        upstream = f"http://127.0.0.1:{port}/acp"
+        async with running_http_proxy(db, upstream) as proxy, httpx.AsyncClient() as client:
+            r = await client.post(proxy.url + "/acp", content=init, headers=json_type)
     assert r.status_code == 502
     assert "unreachable" in r.text and "ConnectionRefusedError" in r.text
     kinds = [k for k, _ in events(db, 1)]

@@ -26,6 +26,7 @@ from support.http import (
     running_http_proxy,
     sdk_http_server,
 )
+from support.ports import refusing_port
 from support.ws import events, rows
 
 from acp_proxy.transports.http.h2base import STREAM_WINDOW
@@ -152,20 +153,15 @@ async def test_upgrade_h2c_then_streams_on_the_same_connection(db: Path) -> None
 
 
 async def test_upstream_down_is_a_502_on_the_stream(db: Path) -> None:
-    import socket
-
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    async with running_http_proxy(db, f"http://127.0.0.1:{port}/acp") as proxy:
-        client = await H2Client.connect(proxy.url)
-        try:
-            for _ in range(2):  # and the connection goes on after it
-                a = await client.exchange(b"POST", b"/acp", [], b'{"jsonrpc":"2.0"}')
-                assert a.status == 502 and b"unreachable" in a.body and a.ended
-        finally:
-            await client.close()
+    with refusing_port() as port:
+        async with running_http_proxy(db, f"http://127.0.0.1:{port}/acp") as proxy:
+            client = await H2Client.connect(proxy.url)
+            try:
+                for _ in range(2):  # and the connection goes on after it
+                    a = await client.exchange(b"POST", b"/acp", [], b'{"jsonrpc":"2.0"}')
+                    assert a.status == 502 and b"unreachable" in a.body and a.ended
+            finally:
+                await client.close()
     failed = [d for k, d in events(db) if k == "upstream_failed"]
     assert len(failed) == 2 and failed[0]["request"]["version"] == "2"
 

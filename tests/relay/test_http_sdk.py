@@ -27,6 +27,8 @@ from support.proc import PROXY
 from support.sdk import RecordingClient
 from support.ws import events, rows
 
+pytestmark = pytest.mark.interop
+
 
 async def test_sdk_session_through_the_proxy(tmp_path: Path, db: Path) -> None:
     (tmp_path / "notes.txt").write_text("remember the milk\n")

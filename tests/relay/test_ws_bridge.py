@@ -187,8 +187,11 @@ async def test_each_connection_gets_its_own_agent(db: Path) -> None:
 
 
 async def run_record_upstream(
-    db: Path, url: str, stdin: bytes, *, close_stdin: bool = True
+    db: Path, url: str, stdin: bytes, *, echoed_first: bytes = b""
 ) -> tuple[int, bytes, bytes]:
+    """``record --upstream`` with ``stdin``; its exit code, stdout and stderr. Its stdin's end
+    closes the upstream at once, so echoes still in flight then are lost; with
+    ``echoed_first``, stdin ends only once stdout has brought those bytes back."""
     proc = await asyncio.create_subprocess_exec(
         *PROXY,
         "record",
@@ -200,9 +203,17 @@ async def run_record_upstream(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await asyncio.wait_for(proc.communicate(stdin), 60)
+    out = b""
+    if echoed_first:  # stdin stays open until those bytes are back on stdout
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(stdin)
+        await proc.stdin.drain()
+        out = await asyncio.wait_for(proc.stdout.readexactly(len(echoed_first)), 60)
+        proc.stdin.close()
+        stdin = b""
+    rest, err = await asyncio.wait_for(proc.communicate(stdin or None), 60)
     assert proc.returncode is not None
-    return proc.returncode, out, err
+    return proc.returncode, out + rest, err
 
 
 async def test_stdio_client_to_ws_agent_lines_both_ways(db: Path) -> None:
@@ -213,7 +224,8 @@ async def test_stdio_client_to_ws_agent_lines_both_ways(db: Path) -> None:
         b"last without newline"
     )
     async with upstream_server() as up:
-        code, out, err = await run_record_upstream(db, up.url + "/acp", lines)
+        first = lines[: lines.index(b"\n\n") + 2]  # echoed before our stdin ends
+        code, out, err = await run_record_upstream(db, up.url + "/acp", lines, echoed_first=first)
         await asyncio.wait_for(up.event.wait(), 10)
     assert code == 0, err
     assert up.received[0] == [

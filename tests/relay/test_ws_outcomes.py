@@ -4,12 +4,12 @@ status, upstream failed, agent not started; and ``ws`` checks its agent command 
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support.ports import refusing_port
 from support.proc import PROXY
 from support.ws import RAW, running_proxy, upstream_server
 from websockets.asyncio.client import connect
@@ -36,12 +36,10 @@ async def test_refused_connections_say_so(db: Path) -> None:
 
 
 async def test_an_unreachable_upstream_says_so(db: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]  # nobody listens there once closed
-    async with running_proxy(db, upstream=f"ws://127.0.0.1:{port}") as proxy:
-        with pytest.raises(InvalidStatus):
-            await connect(proxy.url + "/acp", **RAW)
+    with refusing_port() as port:
+        async with running_proxy(db, upstream=f"ws://127.0.0.1:{port}") as proxy:
+            with pytest.raises(InvalidStatus):
+                await connect(proxy.url + "/acp", **RAW)
     assert _statuses(db) == ["upstream failed 502"]
 
 

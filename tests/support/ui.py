@@ -6,12 +6,14 @@ from __future__ import annotations
 import http.client
 import os
 import re
+import select
 import signal
 import subprocess
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from support.proc import PROXY
@@ -29,10 +31,10 @@ CHROMIUM_ARGS = [
 
 
 @contextmanager
-def ui_server(db: Path, *extra: str) -> Iterator[str]:
+def ui_server(db: Path, *extra: str, proxy: Sequence[str] = PROXY) -> Iterator[str]:
     """``acp-proxy ui`` on a free loopback port (unless ``extra`` says otherwise); yields
-    the URL it printed."""
-    args = [*PROXY, "ui", "--db", str(db)]
+    the URL it printed. ``proxy`` is how acp-proxy is run (an installed script, say)."""
+    args = [*proxy, "ui", "--db", str(db)]
     if "--listen" not in extra:
         args += ["--listen", "127.0.0.1:0"]
     proc = subprocess.Popen(
@@ -40,7 +42,8 @@ def ui_server(db: Path, *extra: str) -> Iterator[str]:
     )
     try:
         assert proc.stdout is not None
-        line = proc.stdout.readline().decode()
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        line = proc.stdout.readline().decode() if ready else "(nothing in 60 s)"
         m = re.search(r" at (http://\S+)$", line.strip())
         if m is None:
             err = proc.stderr.read().decode() if proc.stderr else ""
@@ -73,6 +76,22 @@ def request(
         return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
     finally:
         conn.close()
+
+
+def playwright_sync_api() -> ModuleType:
+    """Playwright's sync API, for a browser test module to call at import. Without
+    playwright the module is skipped, saying so, rather than failing to load — unless
+    ``ACP_PROXY_REQUIRE_BROWSER`` is set, as CI sets it: there it is an error."""
+    import pytest
+
+    try:
+        from playwright import sync_api
+    except ImportError as e:
+        why = f"playwright is not installed ({e}; pip install -e '.[test]')"
+        if os.environ.get("ACP_PROXY_REQUIRE_BROWSER"):
+            raise ImportError(f"{why}, and ACP_PROXY_REQUIRE_BROWSER is set") from e
+        pytest.skip(why, allow_module_level=True)
+    return sync_api
 
 
 def launch(playwright: Any) -> Any:

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright import sync_api
 from support.proc import PROXY, wait_recorded
-from support.ui import launch, ui_server
+from support.ui import launch, playwright_sync_api, ui_server
+
+pytestmark = pytest.mark.browser
+sync_api = playwright_sync_api()  # skips this module where playwright is not installed
 
 expect = sync_api.expect
 
@@ -227,3 +229,37 @@ def test_a_failed_capture_shows_the_agents_own_words(page: Any, cause_url: str) 
     expect(hit).to_contain_text("agent stderr")
     expect(hit.locator("mark")).to_have_text("root/sudo")
     assert SECRET in hit.inner_text()  # the inspector is local: it shows what was recorded
+
+
+def test_a_captures_event_while_the_list_loads_never_covers_a_later_page(
+    page: Any, url: str
+) -> None:
+    # The live stream's first event comes while the first list is still loading; the list
+    # it asks for again must not land on top of the page the user went to meanwhile.
+    held: list[Any] = []
+    asked = [0]
+
+    def captures(route: Any) -> None:
+        asked[0] += 1
+        if asked[0] == 1:
+            time.sleep(1)  # the first list: slow, so the live event comes before it
+            route.continue_()
+        elif asked[0] == 2:
+            held.append(route)  # the list asked for again: held until the user moved on
+        else:
+            route.continue_()
+
+    page.route("**/api/captures", captures)
+    page.goto(url)
+    expect(page.locator("#captures tr").first).to_be_visible()
+    page.goto(url + "#/c/1/turns")
+    deadline = time.monotonic() + 10
+    while not held and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    for route in held:
+        with page.expect_response("**/api/captures"):
+            route.continue_()
+    expect(page.locator("#view")).to_contain_text("Turn on debug mode")
+    page.wait_for_timeout(300)  # anything still queued has rendered by now
+    expect(page.locator("#view")).to_contain_text("Turn on debug mode")
+    assert held, "the live event never asked for the list again: the race was not set up"

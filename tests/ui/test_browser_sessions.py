@@ -12,10 +12,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright import sync_api
 from support.paths import DATA
 from support.proc import PROXY, peer, wait_recorded
-from support.ui import launch, ui_server
+from support.ui import launch, playwright_sync_api, ui_server
+
+pytestmark = pytest.mark.browser
+sync_api = playwright_sync_api()  # skips this module where playwright is not installed
 
 expect = sync_api.expect
 FIXTURES = DATA / "reconstruct"

@@ -9,9 +9,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright import sync_api
 from support.hostile import EVIL, hostile_session, record_script
-from support.ui import launch, ui_server
+from support.ui import launch, playwright_sync_api, ui_server
+
+pytestmark = pytest.mark.browser
+sync_api = playwright_sync_api()  # skips this module where playwright is not installed
 
 expect = sync_api.expect
 

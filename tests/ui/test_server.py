@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 import urllib.parse
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.proc import PROXY
@@ -184,9 +186,21 @@ def test_exports_are_the_export_command(url: str, demo_db: Path) -> None:
             assert body == cli.stdout
 
 
+def _search_when_indexed(url: str, query: str, timeout: float = 30) -> dict[str, Any]:
+    """The answer to a search once the server's indexer has caught up: it indexes on its
+    own thread every half second, and says how many frames are still ``pending``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        res = _get(url, f"/api/search?q={query}")
+        assert isinstance(res, dict)
+        if res["pending"] == 0 or time.monotonic() > deadline:
+            return res
+        time.sleep(0.1)
+
+
 def test_search_route_finds_and_links(url: str) -> None:
-    res = _get(url, "/api/search?q=write_text_file")
-    assert isinstance(res, dict) and res["hits"]
+    res = _search_when_indexed(url, "write_text_file")
+    assert res["pending"] == 0 and res["hits"], res
     hit = res["hits"][0]
     assert hit["capture"] == 1 and "write_text_file" in (hit["match"] + hit["after"])
     f = _get(url, f"/api/captures/1/frames/{hit['seq']}")

@@ -628,7 +628,7 @@ function refreshView() {
 function onCaptures(rows) {
   if (state.route === "list") {
     const body = document.getElementById("captures");
-    if (!body) { showList().catch(fail); return; }
+    if (!body) { route(); return; }  // the list is still loading: in turn, as any route
     for (const c of rows) {
       const old = body.querySelector(`tr[data-id="${c.id}"]`);
       const tr = captureRow(c);
