@@ -52,6 +52,7 @@ LAYERS = {
     "record": 2,
     "otel": 2,
     "text": 3,
+    "api": 3,
     "export": 3,
     "relay": 3,
     "replay": 3,
@@ -59,6 +60,7 @@ LAYERS = {
     "ui": 4,
     "cli": 4,
     "__main__": 5,
+    "pytest_plugin": 5,
 }
 # Sans-I/O: these take values and return values.
 PURE = (
