@@ -53,6 +53,7 @@ LAYERS = {
     "otel": 2,
     "text": 3,
     "api": 3,
+    "mcpserver": 4,
     "export": 3,
     "relay": 3,
     "replay": 3,

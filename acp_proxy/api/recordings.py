@@ -205,6 +205,15 @@ class Capture:
         else:
             yield from self._source.frames()
 
+    def plain_frames(self) -> Iterator[Any]:
+        """The frames alone, as :mod:`acp_proxy.protocol.frames` values (what a fold or the
+        redactor reads), without the derived fields."""
+        return self._source.plain_frames()
+
+    def stderr_chunks(self) -> list[tuple[int, bytes]]:
+        """The agent's stderr as it was read: ``(t_ns, bytes)`` per read."""
+        return self._source.stderr()
+
     @functools.cached_property
     def reconstruction(self) -> Reconstruction:
         """What the user saw, folded from the frames (v1 and v2): the views below read it."""

@@ -42,6 +42,7 @@ COMMANDS = {
     "otel": "acp_proxy.cli.otel:otel",
     "ui": "acp_proxy.cli.ui:ui",
     "search": "acp_proxy.cli.ui:search",
+    "mcp": "acp_proxy.cli.mcp:mcp",
     "rm": "acp_proxy.cli.manage:rm",
     "prune": "acp_proxy.cli.manage:prune",
 }

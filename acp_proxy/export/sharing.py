@@ -19,7 +19,14 @@ import orjson
 from acp_proxy.export.redact import Redactor
 from acp_proxy.store.reader import StoredFrame
 
-__all__ = ["Shared", "redact_capture", "redact_log", "redact_stored", "summary_lines"]
+__all__ = [
+    "Shared",
+    "redact_capture",
+    "redact_log",
+    "redact_stored",
+    "redact_value",
+    "summary_lines",
+]
 
 
 @dataclasses.dataclass(slots=True)
@@ -102,17 +109,18 @@ def _redact_detail(redactor: Redactor, detail: str) -> str:
         value = orjson.loads(detail)
     except orjson.JSONDecodeError:
         return redactor.text(detail)
-    redacted = _strings(redactor, value)
+    redacted = redact_value(redactor, value)
     return detail if redacted == value else orjson.dumps(redacted).decode()
 
 
-def _strings(redactor: Redactor, value: Any) -> Any:
+def redact_value(redactor: Redactor, value: Any) -> Any:
+    """``value`` (JSON-like) with each string in it redacted."""
     if isinstance(value, str):
         return redactor.text(value)
     if isinstance(value, dict):
-        return {k: _strings(redactor, v) for k, v in value.items()}
+        return {k: redact_value(redactor, v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_strings(redactor, v) for v in value]
+        return [redact_value(redactor, v) for v in value]
     return value
 
 
