@@ -84,7 +84,7 @@ def test_the_session_tree(page: Any, url: str) -> None:
 
 def test_a_retried_turn(page: Any, url: str) -> None:
     page.goto(url + "#/c/1/turns")
-    expect(page.locator(".card")).to_have_count(1)
+    expect(page.locator("#view .card")).to_have_count(1)  # one turn: two prompts, one key
     expect(page.locator(".badge.retry")).to_have_text("retried 1×")
     expect(page.locator(".retries")).to_contain_text(
         "the prompt was sent again with idempotencyKey submit-1: #5 (messageId u1)"
