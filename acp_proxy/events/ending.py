@@ -29,6 +29,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from acp_proxy.events.process import Signal, Terminate
+
 __all__ = ["Ending", "capture_ending"]
 
 _AGENT_PROCESS = ("stdio", "ws-stdio")  # transports where the agent is a process of ours
@@ -73,9 +75,9 @@ def capture_ending(c: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) ->
     ended: str | None = None  # the proxy's, after the grace
     for ev in events:
         kind = ev.get("kind")
-        if kind == "signal" and told is None:
+        if kind == Signal.kind and told is None:
             told = str(_detail(ev).get("signal") or "a signal")
-        elif kind == "terminate" and "group" not in _detail(ev):
+        elif kind == Terminate.kind and "group" not in _detail(ev):
             ended = str(_detail(ev).get("signal") or "a signal")
     transport = str(c.get("transport") or "")
     if told is not None:

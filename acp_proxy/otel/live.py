@@ -24,7 +24,7 @@ from pathlib import Path
 
 import orjson
 
-from acp_proxy import __version__
+from acp_proxy import __version__, events
 from acp_proxy.errors import UsageError
 from acp_proxy.otel.fold import CaptureInfo, TraceFold, capture_info
 from acp_proxy.otel.mapping import resource, spans
@@ -132,10 +132,11 @@ def _note_drops(db: Path, by_uid: Mapping[str, int]) -> None:
         try:
             with conn:
                 for uid, n in by_uid.items():
+                    event = events.OtelDropped(spans=n)
                     conn.execute(
                         "INSERT INTO events (capture_id, t_ns, kind, detail) SELECT id, "
-                        "COALESCE(ended_ns, 0), 'otel_dropped', ? FROM captures WHERE uid = ?",
-                        [orjson.dumps({"spans": n}).decode(), uid],
+                        "COALESCE(ended_ns, 0), ?, ? FROM captures WHERE uid = ?",
+                        [event.kind, orjson.dumps(event.detail()).decode(), uid],
                     )
         finally:
             conn.close()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from acp_proxy.events import Event
 from acp_proxy.protocol.framing import DEFAULT_MAX_FRAME
 from acp_proxy.protocol.skim import SKIM_ABOVE
 from acp_proxy.record.derive import frame_rows
@@ -124,11 +125,11 @@ class Core:
             cap.closed = True
             cap.touched = True
 
-    def note(self, kind: str, detail: dict[str, Any], t_ns: int) -> None:
+    def note(self, event: Event, t_ns: int) -> None:
         """An event of the recorder's own (a warning nobody was left to read on stderr),
         for every capture of this input, at ``t_ns`` (the relay's monotonic clock)."""
         for cap in self._captures.values():
-            self._rows.append(EventRow(cap.uid, self._rel(cap, t_ns), kind, detail))
+            self._rows.append(EventRow(cap.uid, self._rel(cap, t_ns), event.kind, event.detail()))
             cap.touched = True
 
     def take(self) -> list[Row]:

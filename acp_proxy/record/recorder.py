@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from acp_proxy import events
 from acp_proxy.errors import StoreError
 from acp_proxy.protocol.jsonrpc import Info, Kind
 from acp_proxy.record import spill
@@ -327,7 +328,7 @@ class Recorder:
         if self._notes:
             notes, self._notes = self._notes, []
             for message in notes:
-                self.core.note("recorder_note", {"message": message}, time.monotonic_ns())
+                self.core.note(events.RecorderNote(message=message), time.monotonic_ns())
 
     def _given_up(self) -> bool:
         """After the relay is gone: whether waiting for the database any longer is

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from acp_proxy.events import Event
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.wire import HEADER, Flag, Stream, Type
 from acp_proxy.store.db import now_iso
@@ -193,8 +194,9 @@ class Tap:
             )
             link.send_locked(head, data)
 
-    def event(self, kind: str, **detail: Any) -> None:
-        self._json(Type.EVENT, {"kind": kind, "detail": detail})
+    def event(self, event: Event) -> None:
+        """One event of the capture's story (:mod:`acp_proxy.events`), as its kind stores it."""
+        self._json(Type.EVENT, {"kind": event.kind, "detail": event.detail()})
 
     def update(self, **fields: Any) -> None:
         """Set capture columns (pid, exit_code, ...)."""

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from websockets.exceptions import InvalidStatus, WebSocketException
 
+from acp_proxy import events
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.relay import warn
 from acp_proxy.relay.core import relay
@@ -69,7 +70,7 @@ async def bridge_stdio_client(
 
     def on_signal(signum: int) -> None:
         stopped_by.append(signum)
-        tap.event("signal", signal=signal.Signals(signum).name)
+        tap.event(events.Signal(signal=signal.Signals(signum).name))
         client.interrupt(Ending(1001, "", "proxy", "shutdown", {"signal": signum}))
 
     code = 4
@@ -97,16 +98,17 @@ async def _connect(
     except InvalidStatus as e:
         r = e.response
         tap.event(
-            "upstream_refused",
-            status=r.status_code,
-            headers=redact_headers(r.headers.raw_items(), keep_secrets=keep_secrets),
+            events.UpstreamRefused(
+                status=r.status_code,
+                headers=redact_headers(r.headers.raw_items(), keep_secrets=keep_secrets),
+            )
         )
         tap.close(exit_code=4)
         warn(f"upstream {shown} refused the connection: HTTP {r.status_code}")
         return None
     except (OSError, TimeoutError, WebSocketException) as e:
         reason = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-        tap.event("upstream_failed", error=reason)
+        tap.event(events.UpstreamFailed(error=reason))
         tap.close(exit_code=4)
         warn(f"upstream {shown} unreachable ({reason})")
         return None
@@ -117,20 +119,22 @@ def _handshake_event(
 ) -> None:
     """The ``handshake`` event: what we sent the upstream and what it answered."""
     assert conn.response is not None
+    upstream = {
+        "url": redact_url(url, keep_secrets=keep_secrets),
+        "headers": redact_headers(conn.request.headers.raw_items(), keep_secrets=keep_secrets)
+        if conn.request
+        else [],
+        "status": conn.response.status_code,
+        "response_headers": redact_headers(
+            conn.response.headers.raw_items(), keep_secrets=keep_secrets
+        ),
+    }
     tap.event(
-        "handshake",
-        upstream={
-            "url": redact_url(url, keep_secrets=keep_secrets),
-            "headers": redact_headers(conn.request.headers.raw_items(), keep_secrets=keep_secrets)
-            if conn.request
-            else [],
-            "status": conn.response.status_code,
-            "response_headers": redact_headers(
-                conn.response.headers.raw_items(), keep_secrets=keep_secrets
-            ),
-        },
-        subprotocol=redact_subprotocol(conn.subprotocol, keep_secrets=keep_secrets),
-        handshake_ms=round((time.monotonic_ns() - started) / 1e6, 3),
+        events.Handshake(
+            upstream=upstream,
+            subprotocol=redact_subprotocol(conn.subprotocol, keep_secrets=keep_secrets),
+            handshake_ms=round((time.monotonic_ns() - started) / 1e6, 3),
+        )
     )
 
 

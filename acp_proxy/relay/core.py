@@ -16,8 +16,10 @@ How each end is mirrored on the other leg is :meth:`WsEndpoint.end`; see docs/we
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from typing import Protocol
 
+from acp_proxy import events
+from acp_proxy.events import UNSET
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.link import Tap
 from acp_proxy.relay.lane import install_lane
@@ -50,7 +52,7 @@ async def relay(client: Endpoint, agent: Endpoint, tap: Tap) -> dict[str, Ending
                 tg.create_task(_pump(agent, client, Direction.AGENT_TO_CLIENT, tap, endings)),
             ]
     except Exception as e:
-        tap.event("error", error=f"{type(e).__name__}: {e}")
+        tap.event(events.Error(error=f"{type(e).__name__}: {e}"))
         raise
     assert all(t.done() for t in tasks)
     return endings
@@ -93,7 +95,7 @@ async def _pump(
             tap.message(direction, msg.data, None, msg.t_ns, terminated=msg.terminated)
             if deliverable:
                 deliverable = False
-                tap.event("too_big", direction=direction.value, side=src.side)
+                tap.event(events.TooBig(direction=direction.value, side=src.side))
                 await dst.end(Ending(1009, "message too big", "proxy", "too_big"))
             undelivered += 1
             continue
@@ -115,17 +117,18 @@ async def _pump(
     if lane is not None:
         delivered += lane.delivered
         undelivered += lane.undelivered
+    ended = events.Close if ending.kind in ("close", "drop") else events.StreamEnd
+    tap.event(ended(side=src.side, **ending.as_event()))
     tap.event(
-        "close" if ending.kind in ("close", "drop") else "stream_end",
-        side=src.side,
-        **ending.as_event(),
+        events.DirectionEnd(
+            direction=direction.value,
+            delivered=delivered,
+            # recorded, but the other side was gone
+            undelivered=undelivered or UNSET,
+            # the stdio peer saw them as line breaks
+            embedded_newlines=newlines or UNSET,
+        )
     )
-    summary: dict[str, Any] = {"direction": direction.value, "delivered": delivered}
-    if undelivered:
-        summary["undelivered"] = undelivered  # recorded, but the other side was gone
-    if newlines:
-        summary["embedded_newlines"] = newlines  # the stdio peer saw them as line breaks
-    tap.event("direction_end", **summary)
     await dst.end(ending)
 
 

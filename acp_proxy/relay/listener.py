@@ -20,6 +20,7 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
+from acp_proxy import events
 from acp_proxy.errors import AgentSpawnError
 from acp_proxy.record.link import CaptureMeta, RecorderLink
 from acp_proxy.relay import warn
@@ -146,11 +147,15 @@ class _Session:
             "headers": redact_headers(self.request.headers.raw_items(), keep_secrets=self.keep),
         }
 
-    def _fail(self, status: int, kind: str, message: str, **detail: Any) -> Response:
-        self.tap.event(kind, status=status, error=message, request=self._request_event(), **detail)
-        self.tap.close(end_reason=f"{kind.replace('_', ' ')} {status}")  # refused 401, ...
+    def _fail(
+        self, status: int, make: Callable[..., events.Event], message: str, **detail: Any
+    ) -> Response:
+        """Answer the client ourselves, recording the event ``make`` makes of it."""
+        event = make(status=status, error=message, request=self._request_event(), **detail)
+        self.tap.event(event)
+        self.tap.close(end_reason=f"{event.kind.replace('_', ' ')} {status}")  # refused 401, ...
         self._end()
-        what = {"refused": "refused", "upstream_failed": "upstream failed"}.get(kind, kind)
+        what = {"upstream_failed": "upstream failed"}.get(event.kind, event.kind)
         self._log(f"{what}, HTTP {status}: {message}")
         return self.conn.respond(status, f"acp-proxy: {message}\n")
 
@@ -166,10 +171,10 @@ class _Session:
         cfg = self.front.config
         refusal = cfg.admission.refusal(self.request)
         if refusal is not None:
-            return self._fail(refusal[0], "refused", refusal[1])
+            return self._fail(refusal[0], events.Refused, refusal[1])
         full = self.front.capacity.admit()
         if full is not None:
-            return self._fail(503, "refused", full)
+            return self._fail(503, events.Refused, full)
         self.admitted = True
         if cfg.upstream is None:
             return await self._spawn_agent()
@@ -186,10 +191,11 @@ class _Session:
         except InvalidStatus as e:  # the upstream answered, but not 101: relay its answer
             r = e.response
             self.tap.event(
-                "upstream_refused",
-                status=r.status_code,
-                headers=redact_headers(r.headers.raw_items(), keep_secrets=self.keep),
-                request=self._request_event(),
+                events.UpstreamRefused(
+                    status=r.status_code,
+                    headers=redact_headers(r.headers.raw_items(), keep_secrets=self.keep),
+                    request=self._request_event(),
+                )
             )
             self.tap.close(end_reason=f"upstream refused {r.status_code}")
             self._end()
@@ -201,7 +207,7 @@ class _Session:
             reason = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
             return self._fail(
                 502,
-                "upstream_failed",
+                events.UpstreamFailed,
                 f"upstream {shown} unreachable ({reason})",
                 upstream_url=redact_url(self.upstream_url, keep_secrets=self.keep),
             )
@@ -214,7 +220,7 @@ class _Session:
         try:
             self.agent = AgentProcess.spawn(cfg.command, self.tap, grace=cfg.grace)
         except AgentSpawnError as e:
-            return self._fail(502, "spawn_failed", str(e))
+            return self._fail(502, events.SpawnFailed, str(e))
         return None
 
     def decorate(self, response: Response) -> None:
@@ -230,7 +236,7 @@ class _Session:
 
     def refused_late(self, status: int) -> None:
         if not self.done:
-            self.tap.event("handshake_failed", status=status, request=self._request_event())
+            self.tap.event(events.HandshakeFailed(status=status, request=self._request_event()))
             self._log(f"handshake failed, HTTP {status}")
             self._abandon_soon()
 
@@ -258,7 +264,7 @@ class _Session:
             await self.agent.wait()
         if not self.done:
             self._end()
-            self.tap.event("abandoned", reason="client left during the handshake")
+            self.tap.event(events.Abandoned(reason="client left during the handshake"))
             self.tap.close()
             self._log("abandoned: the client left during the handshake")
 
@@ -285,7 +291,7 @@ class _Session:
         }
         detail["subprotocol"] = redact_subprotocol(conn.subprotocol, keep_secrets=self.keep)
         detail["handshake_ms"] = round((time.monotonic_ns() - self.opened_ns) / 1e6, 3)
-        self.tap.event("handshake", **detail)
+        self.tap.event(events.Handshake(**detail))
         client = WsEndpoint(conn, "client")
         exit_fields: dict[str, Any] = {}
         outcome = "closed"

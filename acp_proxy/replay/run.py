@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acp_proxy import events
 from acp_proxy.errors import AgentSpawnError
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.framing import LineFramer
@@ -122,7 +123,7 @@ async def _drive(
     try:
         await run.play()
         tap.end_stream(C2A)
-        tap.event("client_eof")
+        tap.event(events.ClientEof())
         with contextlib.suppress(OSError):
             stdin.close()
         if ending is not None:
@@ -135,7 +136,7 @@ async def _drive(
     finally:
         if not reader.done():
             reader.cancel()
-            tap.event("agent_stdout_abandoned", reason="still open after the agent ended")
+            tap.event(events.AgentStdoutAbandoned(reason="still open after the agent ended"))
         with contextlib.suppress(asyncio.CancelledError):
             await reader
     code, _sig = await agent.finish("replay finished")
@@ -154,7 +155,9 @@ async def _end_as_recorded(
     sig = getattr(signal, name, None)
     if not isinstance(sig, signal.Signals):
         return False
-    tap.event("signal", signal=name, forwarded_to=agent.proc.pid, reason="as the recorded client")
+    tap.event(
+        events.Signal(signal=name, forwarded_to=agent.proc.pid, reason="as the recorded client")
+    )
     agent.signal_group(sig)
     return True
 
@@ -280,7 +283,7 @@ def replay_client(
         )
         code = ended.code
     except AgentSpawnError as e:
-        tap.event("spawn_failed", error=str(e))
+        tap.event(events.SpawnFailed(error=str(e)))
         raise
     finally:
         tap.close(exit_code=code)

@@ -25,6 +25,7 @@ import time
 from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
+from acp_proxy import events
 from acp_proxy.record.link import Tap
 from acp_proxy.transports.guard import guard
 from acp_proxy.transports.stdio import CHUNK, exit_status, spawn_agent, write_all
@@ -66,7 +67,7 @@ class AgentProcess:
         proc = spawn_agent(argv, cwd=cwd, env=env)
         guard.watch(proc.pid)
         tap.update(pid=proc.pid)
-        tap.event("spawn", pid=proc.pid, argv=list(argv))
+        tap.event(events.Spawn(pid=proc.pid, argv=list(argv)))
         return cls(proc, tap, grace)
 
     async def wait(self) -> int:
@@ -98,7 +99,7 @@ class AgentProcess:
             try:
                 return await asyncio.wait_for(self.wait(), wait)
             except TimeoutError:
-                self.tap.event("terminate", signal=sig.name, reason=reason)
+                self.tap.event(events.Terminate(signal=sig.name, reason=reason))
                 self.signalled = True
                 self.killed.append(f"{_describe(self.proc.pid)}: {sig.name} ({reason})")
                 self.signal_group(sig)
@@ -131,8 +132,14 @@ class AgentProcess:
             if sig is None:  # pragma: no cover - SIGKILL not honoured (uninterruptible I/O)
                 return  # the guard still has the group: it tries again when we end
             names = [f"{pid} {name}" for pid, name in left]
-            self.tap.event("terminate", signal=sig.name, reason="left in the agent's group",
-                           group=self.pgid, pids=[pid for pid, _ in left])  # fmt: skip
+            self.tap.event(
+                events.Terminate(
+                    signal=sig.name,
+                    reason="left in the agent's group",
+                    group=self.pgid,
+                    pids=[pid for pid, _ in left],
+                )
+            )
             self.killed.append(f"{', '.join(names)}: {sig.name} (left in the agent's group)")
             self.signal_group(sig)
         guard.release(self.pgid)
@@ -141,11 +148,12 @@ class AgentProcess:
         """Record the ``exit`` event; the exit code as a shell reports it, and the signal."""
         code, sig = exit_status(returncode)
         self.tap.event(
-            "exit",
-            returncode=returncode,
-            exit_code=code,
-            signal=sig,
-            runtime_ms=(time.monotonic_ns() - self._spawned) / 1e6,
+            events.Exit(
+                returncode=returncode,
+                exit_code=code,
+                signal=sig,
+                runtime_ms=(time.monotonic_ns() - self._spawned) / 1e6,
+            )
         )
         return code, sig
 
