@@ -31,6 +31,7 @@ LAYERS = {
     "replay.ending": 1,
     "replay.detail": 1,
     "replay.summary": 1,
+    "replay.report": 1,
     "record.core": 1,
     "record.derive": 1,
     "record.state": 1,
@@ -79,6 +80,7 @@ PURE = (
     "replay.ending",
     "replay.detail",
     "replay.summary",
+    "replay.report",
     "record.core",
     "record.derive",
     "record.state",
@@ -244,11 +246,30 @@ def test_no_import_cycles() -> None:
     assert _cycles(_graph()) == []
 
 
+def _subsystems(graph: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The import graph between subsystems (the package's top-level packages and modules)."""
+    out: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        top = module.split(".")[0]
+        out.setdefault(top, set()).update(
+            t.split(".")[0] for t in targets if not t.startswith("!") and t.split(".")[0] != top
+        )
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def test_no_cycles_between_subsystems() -> None:
+    """No two subsystems import each other, directly or around a loop: recording does not
+    import telemetry, endpoints do not import recording, text does not import what it
+    renders above it."""
+    assert _cycles(_subsystems(_graph())) == []
+
+
 def test_the_rules_can_fail() -> None:
     assert _layer("cli.ws") == 4 and _layer("reconstruct.tools") == 1
     assert _layer("replay.serve") == 3 and _layer("replay.match") == 1
     assert _cycles({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c"]]
     graph = _graph()
+    assert _cycles(_subsystems({"a.x": ["b.y"], "b.y": ["b.z"], "b.z": ["a.w"]})) == [["a", "b"]]
     assert "!asyncio" in graph["relay.core"]
     assert "protocol.frames" in graph["reconstruct.fold"]
 

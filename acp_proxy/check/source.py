@@ -1,5 +1,5 @@
 """Where ``acp-proxy check`` reads frames from: a capture in a recordings
-database, or a ``jsonl`` export (:func:`acp_proxy.export.jsonl.read_jsonl`).
+database, or a ``jsonl`` export (read as :func:`acp_proxy.store.refs.read_export` reads it).
 
 What belongs here: turning either into ``(Frame, recorder flags)`` pairs in ``seq`` order,
 one capture at a time, so the pure :class:`~acp_proxy.check.core.Checker` never knows where
@@ -21,10 +21,10 @@ from acp_proxy.check.core import Checker
 from acp_proxy.check.findings import Finding
 from acp_proxy.errors import UsageError
 from acp_proxy.events.ending import Ending, capture_ending
-from acp_proxy.export.jsonl import read_jsonl
 from acp_proxy.protocol.frames import Frame
 from acp_proxy.store.liveness import capture_state
 from acp_proxy.store.reader import Store, StoredFrame
+from acp_proxy.store.refs import read_export
 
 __all__ = ["Capture", "by_seq", "check_stored", "checked", "from_jsonl", "from_store"]
 
@@ -120,7 +120,7 @@ def _lines(
                 current = _note(line, seen, current)
             continue
         try:
-            frame = next(read_jsonl([line]))
+            frame = read_export([line]).frames[0].frame
             end = line.find(b'"', len(_PLAIN_HEAD))
             if line.startswith(_PLAIN_HEAD) and end > 0 and _NO_FLAGS in line:
                 # what the export writes: no need to parse the line a second time
@@ -130,7 +130,7 @@ def _lines(
         except UsageError as e:  # what the export reader says, with the file's own line
             why = str(e).split(": ", 1)[-1]
             raise UsageError(f"{path}:{n}: not a jsonl export line ({why})") from e
-        except (orjson.JSONDecodeError, KeyError, ValueError, TypeError, StopIteration) as e:
+        except (orjson.JSONDecodeError, KeyError, ValueError, TypeError, IndexError) as e:
             raise UsageError(f"{path}:{n}: not a jsonl export line ({e})") from e
         flags = obj.get("anomalies") if isinstance(obj, dict) else None
         uid = str(obj.get("capture", "")) if isinstance(obj, dict) else ""

@@ -75,7 +75,7 @@ def diff(
     from acp_proxy.replay.detail import timing_changes
     from acp_proxy.replay.mapper import Mapper, session_pairs
     from acp_proxy.replay.match import parse_messages
-    from acp_proxy.text.diff import diff_lines, timing_lines
+    from acp_proxy.replay.report import diff_lines, timing_lines
 
     ma = parse_messages(load_frames(db, a))
     mb = parse_messages(load_frames(db, b))

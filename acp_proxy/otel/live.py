@@ -8,8 +8,10 @@ its tool calls, permission waits, terminals and requests) when the turn ends, ev
 else when the capture ends. The relay never sees any of it: it only appends to its
 journal, so a slow or dead collector costs dropped telemetry, never a delayed frame.
 
-The relay asks for it with the ``ACP_PROXY_OTEL`` variable in the recorder's environment
-(:func:`recorder_env`); the standard ``OTEL_*`` variables are read by the exporter.
+The relay asks for it in the recorder's environment (:func:`recorder_env`): it names
+:func:`from_env` as the recorder's observer (``record.child.OBSERVER_ENV``: recording does
+not import telemetry) and gives the settings in ``ACP_PROXY_OTEL``; the standard ``OTEL_*``
+variables are read by the exporter.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from acp_proxy.otel.fold import CaptureInfo, TraceFold, capture_info
 from acp_proxy.otel.mapping import resource, spans
 from acp_proxy.otel.model import AttrValue, latest_semconv
 from acp_proxy.protocol.frames import Direction, Frame
+from acp_proxy.record.child import OBSERVER_ENV
 from acp_proxy.record.rows import CaptureFields, FrameRow, OpenRow, Row
 
 __all__ = ["ENV", "FLUSH_S", "LiveTelemetry", "from_env", "recorder_env"]
@@ -42,7 +45,10 @@ the collector to take the last spans."""
 
 def recorder_env(endpoint: str | None, content: bool) -> dict[str, str]:
     """What the relay puts in its recorder's environment to turn live spans on."""
-    return {ENV: orjson.dumps({"endpoint": endpoint, "content": content}).decode()}
+    return {
+        OBSERVER_ENV: f"{__name__}:{from_env.__name__}",
+        ENV: orjson.dumps({"endpoint": endpoint, "content": content}).decode(),
+    }
 
 
 @dataclass(slots=True)

@@ -81,7 +81,7 @@ def record_stdio(
         # delivered, the agent being gone); nothing is read that would not be.
         finishing.set()
         threads[0].join(timeout=1.0)
-    code, sig = agent.record_exit(returncode)
+    code, sig = agent.tell_exit(returncode)
     tap.close(exit_code=code, exit_signal=sig)
     return code
 

@@ -18,7 +18,7 @@ from support.paths import DATA
 from support.proc import PROXY, wait_recorded
 
 from acp_proxy.demo import client, proxy_argv, run_demo
-from acp_proxy.text.diff import word_diff
+from acp_proxy.replay.report import word_diff
 
 CHANGED = [sys.executable, str(DATA / "share" / "diff_agent.py")]
 MODES = ("answer", "file", "terminal", "title")
