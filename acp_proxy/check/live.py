@@ -19,8 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from acp_proxy.check.core import Checker
-from acp_proxy.check.findings import Finding
+from acp_proxy.check.core.checker import Checker
+from acp_proxy.check.core.findings import Finding
 from acp_proxy.errors import ProxyError
 from acp_proxy.events.ending import Ending, capture_ending
 from acp_proxy.store.liveness import alive, identity

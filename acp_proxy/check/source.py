@@ -2,7 +2,7 @@
 database, or a ``jsonl`` export (read as :func:`acp_proxy.store.refs.read_export` reads it).
 
 What belongs here: turning either into ``(Frame, recorder flags)`` pairs in ``seq`` order,
-one capture at a time, so the pure :class:`~acp_proxy.check.core.Checker` never knows where
+one capture at a time, so the pure :class:`~acp_proxy.check.core.checker.Checker` never knows where
 they came from. The recorder's flags (``split``, ``truncated``, ``resumed``...) come from the
 stored ``anomalies``, so a frame the recorder could not keep whole is not blamed on a peer.
 """
@@ -17,8 +17,8 @@ from typing import IO, Any
 
 import orjson
 
-from acp_proxy.check.core import Checker
-from acp_proxy.check.findings import Finding
+from acp_proxy.check.core.checker import Checker
+from acp_proxy.check.core.findings import Finding
 from acp_proxy.errors import UsageError
 from acp_proxy.events.ending import Ending, capture_ending
 from acp_proxy.protocol.frames import Frame

@@ -1,7 +1,7 @@
 """``acp-proxy check``: is this agent (or editor) speaking ACP correctly?
 
 Reads captures from the database or a ``jsonl`` export, runs the pure checker
-(:mod:`acp_proxy.check.core`) and prints the findings as text, JSON, JUnit XML or SARIF.
+(:mod:`acp_proxy.check.core.checker`) and prints the findings as text, JSON, JUnit XML or SARIF.
 Exit 1 when an error-level finding remains after ``--side``/``--ignore``, else 0.
 """
 
@@ -21,13 +21,13 @@ from acp_proxy.errors import UsageError
 from acp_proxy.text.safe import json_visible
 
 if TYPE_CHECKING:
-    from acp_proxy.check.report import Result
+    from acp_proxy.check.core.report import Result
 
 __all__ = ["check"]
 
 
 def _ignored(patterns: tuple[str, ...]) -> set[str]:
-    from acp_proxy.check.rules import RULES
+    from acp_proxy.check.core.rules import RULES
 
     out: set[str] = set()
     for p in patterns:
@@ -43,7 +43,7 @@ def _ignored(patterns: tuple[str, ...]) -> set[str]:
 
 
 def _list_rules(as_json: bool) -> None:
-    from acp_proxy.check.rules import RULES
+    from acp_proxy.check.core.rules import RULES
 
     if as_json:
         import orjson
@@ -158,7 +158,7 @@ def check(
         return
     if as_json:
         raise UsageError("--json goes with --rules; use --format json for findings")
-    from acp_proxy.check.core import Thresholds
+    from acp_proxy.check.core.checker import Thresholds
 
     options = {
         "version": int(protocol) if protocol else None,
@@ -183,8 +183,8 @@ def _check(
     options: dict[str, Any],
 ) -> list[Result]:
     """Each capture named (files as jsonl exports), checked; findings of ``side`` only."""
-    from acp_proxy.check.core import Checker
-    from acp_proxy.check.report import Result
+    from acp_proxy.check.core.checker import Checker
+    from acp_proxy.check.core.report import Result
     from acp_proxy.check.source import Capture, from_jsonl, from_store
 
     files = [Path(c) for c in captures if Path(c).is_file()]
@@ -205,7 +205,7 @@ def _check(
 
 
 def _report(results: list[Result], fmt: str, output: Path | None) -> None:
-    from acp_proxy.check.report import render_json, render_junit, render_sarif, render_text
+    from acp_proxy.check.core.report import render_json, render_junit, render_sarif, render_text
 
     if fmt == "text":
         text = render_text(results)

@@ -1,9 +1,9 @@
 """``acp-proxy diff A B``: compare two sessions turn by turn (captures or jsonl exports).
 
-The comparison is the one ``replay client`` uses (:mod:`acp_proxy.replay.compare`), with
+The comparison is the one ``replay client`` uses (:mod:`acp_proxy.replay.core.compare`), with
 its detail facets on; working directories of B are mapped to A's by order of appearance,
 sessions too, except a child session, which is the child announced at the same place of its
-parent (:func:`~acp_proxy.replay.mapper.session_pairs`); tool calls and terminals are
+parent (:func:`~acp_proxy.replay.core.mapper.session_pairs`); tool calls and terminals are
 paired by order.
 """
 
@@ -71,11 +71,11 @@ def diff(
         acp-proxy diff 3 4 --json --ignore params.update.content.text
     """
     from acp_proxy.cli.views import load_frames
-    from acp_proxy.replay.compare import compare, parse_ignore, summarise_run
-    from acp_proxy.replay.detail import timing_changes
-    from acp_proxy.replay.mapper import Mapper, session_pairs
-    from acp_proxy.replay.match import parse_messages
-    from acp_proxy.replay.report import diff_lines, timing_lines
+    from acp_proxy.replay.core.compare import compare, parse_ignore, summarise_run
+    from acp_proxy.replay.core.detail import timing_changes
+    from acp_proxy.replay.core.mapper import Mapper, session_pairs
+    from acp_proxy.replay.core.match import parse_messages
+    from acp_proxy.replay.core.report import diff_lines, timing_lines
 
     ma = parse_messages(load_frames(db, a))
     mb = parse_messages(load_frames(db, b))

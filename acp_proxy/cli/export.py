@@ -27,7 +27,7 @@ from acp_proxy.cli.common import (
 )
 from acp_proxy.cli.options import db_option
 from acp_proxy.errors import UsageError
-from acp_proxy.export.redact import CLASSES, Redactor, parse_rules
+from acp_proxy.export.core.redact import CLASSES, Redactor, parse_rules
 from acp_proxy.store.private import open_private
 from acp_proxy.store.refs import is_file_ref, resolve
 
@@ -141,7 +141,7 @@ def _otlp(
 
     from acp_proxy import __version__
     from acp_proxy.cli.otel import traced_captures
-    from acp_proxy.otel.otlpjson import encode
+    from acp_proxy.otel.core.otlpjson import encode
     from acp_proxy.text.safe import json_visible_bytes
 
     if redactor is None:

@@ -1,6 +1,6 @@
 """``acp-proxy otel push`` and the live telemetry options of ``record`` and ``ws``.
 
-The mapping is in :mod:`acp_proxy.otel.mapping`, the sending in :mod:`acp_proxy.otel.sdk`;
+The mapping is in :mod:`acp_proxy.otel.core.mapping`, the sending in :mod:`acp_proxy.otel.sdk`;
 this module only reads options and captures and reports. ``docs/otel.md`` has the rest.
 """
 
@@ -18,7 +18,7 @@ from acp_proxy import __version__
 from acp_proxy.cli.common import CONTEXT, echo, fail, handle_errors, open_store
 from acp_proxy.cli.options import db_option, group_db_option
 from acp_proxy.errors import UsageError
-from acp_proxy.otel.fold import CaptureInfo
+from acp_proxy.otel.core.fold import CaptureInfo
 from acp_proxy.otel.source import Traced, trace_capture
 
 __all__ = ["live_recorder_env", "otel", "otel_options", "traced_captures"]

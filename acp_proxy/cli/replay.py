@@ -103,7 +103,7 @@ def replay_agent(
     Example (an editor's agent command):
         acp-proxy replay agent --db ~/acp.sqlite 12 -- my-agent --flag
     """
-    from acp_proxy.replay.agent import MatchMode
+    from acp_proxy.replay.core.agent import MatchMode
     from acp_proxy.replay.listen import Limits, serve_listen
     from acp_proxy.replay.serve import Timing, load_recording, parse_listen, serve_stdio
 

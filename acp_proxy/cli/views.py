@@ -225,8 +225,8 @@ def export_text(
 ) -> tuple[str, list[str]]:
     """The text of an ``asciicast`` or ``patch`` export, and warnings for stderr; from
     ``frames`` when given (a redacted capture), else from ``capture``."""
-    from acp_proxy.export.asciicast import asciicast
-    from acp_proxy.export.patch import session_patch
+    from acp_proxy.export.core.asciicast import asciicast
+    from acp_proxy.export.core.patch import session_patch
 
     r = reconstruct(frames) if frames is not None else load_reconstruction(db, capture, None)
     if fmt == "patch":

@@ -4,7 +4,7 @@
 WebSocket agent (``--upstream URL``: man in the middle) or to a fresh local stdio agent
 process (``-- CMD …``). ``record --upstream URL`` makes our stdin/stdout a stdio client of
 a remote WebSocket agent. The sessions are in :mod:`acp_proxy.relay.listener` and
-:mod:`acp_proxy.relay.bridge`, the relay core in :mod:`acp_proxy.relay.core`.
+:mod:`acp_proxy.relay.bridge`, the relay core in :mod:`acp_proxy.relay.pump`.
 """
 
 from __future__ import annotations

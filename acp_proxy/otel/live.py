@@ -2,7 +2,7 @@
 
 What belongs here: :class:`LiveTelemetry`, which the recorder process
 (:mod:`acp_proxy.record.child`) feeds with the rows it has just committed. It folds each
-capture's frames with :class:`~acp_proxy.otel.fold.TraceFold` and hands spans to a
+capture's frames with :class:`~acp_proxy.otel.core.fold.TraceFold` and hands spans to a
 :class:`~acp_proxy.otel.sdk.Sender` as soon as they are settled: a turn's spans (the turn,
 its tool calls, permission waits, terminals and requests) when the turn ends, everything
 else when the capture ends. The relay never sees any of it: it only appends to its
@@ -28,12 +28,12 @@ import orjson
 
 from acp_proxy import __version__, events
 from acp_proxy.errors import UsageError
-from acp_proxy.otel.fold import CaptureInfo, TraceFold, capture_info
-from acp_proxy.otel.mapping import resource, spans
-from acp_proxy.otel.model import AttrValue, latest_semconv
+from acp_proxy.otel.core.fold import CaptureInfo, TraceFold, capture_info
+from acp_proxy.otel.core.mapping import resource, spans
+from acp_proxy.otel.core.model import AttrValue, latest_semconv
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.record.child import OBSERVER_ENV
-from acp_proxy.record.rows import CaptureFields, FrameRow, OpenRow, Row
+from acp_proxy.record.core.rows import CaptureFields, FrameRow, OpenRow, Row
 
 __all__ = ["ENV", "FLUSH_S", "LiveTelemetry", "from_env", "recorder_env"]
 

@@ -32,8 +32,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
+from acp_proxy.record.core.rows import Row
 from acp_proxy.record.recorder import Recorder
-from acp_proxy.record.rows import Row
 from acp_proxy.store.db import now_iso
 
 __all__ = ["OBSERVER_ENV", "Observer", "main"]

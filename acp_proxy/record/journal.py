@@ -1,6 +1,6 @@
 """The journal: where a relay puts every byte before forwarding it.
 
-What belongs here: the files that carry records (:mod:`acp_proxy.record.wire`) from a
+What belongs here: the files that carry records (:mod:`acp_proxy.record.core.wire`) from a
 relaying process to its recorder — their names and positions, and writing them
 (:class:`JournalWriter`, in the relay). Following them, with the doorbell pipe that says
 "more was written" and, when it closes, "the relay is gone", is
@@ -33,8 +33,8 @@ from typing import Any
 import orjson
 
 from acp_proxy.record import spill
+from acp_proxy.record.core.wire import HEADER, Stream, Type
 from acp_proxy.record.ledger import Ledger
-from acp_proxy.record.wire import HEADER, Stream, Type
 
 __all__ = ["JournalWriter", "position", "segment_path", "split_position"]
 

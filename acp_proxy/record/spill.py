@@ -7,7 +7,7 @@ that keeps loss accounting when not even a journal can be written is
 :mod:`acp_proxy.record.ledger`.
 
 - A **spill file** (``<db>.spill.<recorder>.<n>.acp``, mode 0600, ``flock``-ed while being
-  written) holds records in the wire format (:mod:`acp_proxy.record.wire`), starting with a
+  written) holds records in the wire format (:mod:`acp_proxy.record.core.wire`), starting with a
   ``CONTEXT`` record naming the captures they belong to. Importing one replays its records
   through the recorder core: positions make that exact and idempotent.
 """

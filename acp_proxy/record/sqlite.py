@@ -17,8 +17,7 @@ from typing import Any
 
 from acp_proxy import __version__, events
 from acp_proxy.events import UNSET
-from acp_proxy.record.inserts import FrameInserter, info_values
-from acp_proxy.record.rows import (
+from acp_proxy.record.core.rows import (
     CaptureFields,
     EventRow,
     FrameRow,
@@ -29,8 +28,9 @@ from acp_proxy.record.rows import (
     Row,
     StderrRow,
 )
-from acp_proxy.record.state import RELAY_COLUMNS, Pending, Resume, json_text
-from acp_proxy.record.wire import Stream
+from acp_proxy.record.core.state import RELAY_COLUMNS, Pending, Resume, json_text
+from acp_proxy.record.core.wire import Stream
+from acp_proxy.record.inserts import FrameInserter, info_values
 from acp_proxy.store.db import connect, migrate, now_iso
 
 __all__ = ["Database"]

@@ -3,7 +3,7 @@
 What belongs here: :class:`CaptureMeta` (what is known of a capture when it starts) and
 :class:`Tap`, which turns what a relay reads — a chunk of a stdio stream, a WebSocket
 message, the agent's stderr, an event — into one record of the journal's format
-(:mod:`acp_proxy.record.wire`), numbered and placed in its stream, and hands it to the
+(:mod:`acp_proxy.record.core.wire`), numbered and placed in its stream, and hands it to the
 relay's :class:`~acp_proxy.record.link.RecorderLink` under its lock. The relay forwards
 the bytes only after the call returns (docs/recording.md).
 """
@@ -21,7 +21,7 @@ import orjson
 
 from acp_proxy.events import Event
 from acp_proxy.protocol.frames import Direction, Opcode
-from acp_proxy.record.wire import HEADER, Flag, Stream, Type
+from acp_proxy.record.core.wire import HEADER, Flag, Stream, Type
 from acp_proxy.store.db import now_iso
 
 __all__ = ["CaptureMeta", "Tap"]

@@ -19,7 +19,7 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from acp_proxy import events
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.relay import warn
-from acp_proxy.relay.core import relay
+from acp_proxy.relay.pump import relay
 from acp_proxy.transports.headers import redact_headers, redact_subprotocol, redact_url
 from acp_proxy.transports.lines import FdChannel, LineEndpoint
 from acp_proxy.transports.websocket import (

@@ -26,7 +26,7 @@ from acp_proxy.record.link import CaptureMeta, RecorderLink
 from acp_proxy.relay import warn
 from acp_proxy.relay.admission import ServeConfig, check_listen_address, upstream_target
 from acp_proxy.relay.capacity import Capacity
-from acp_proxy.relay.core import Endpoint, relay
+from acp_proxy.relay.pump import Endpoint, relay
 from acp_proxy.transports.accept import Acceptor, listening_sockets
 from acp_proxy.transports.headers import (
     redact_headers,

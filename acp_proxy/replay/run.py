@@ -1,7 +1,7 @@
 """Drive a real agent with a recording's client side, record the run, compare.
 
 What belongs here: the I/O of ``replay client`` — spawning the agent, pumping its stdio
-through a :class:`~acp_proxy.replay.client.ClientStandIn`, recording the new run as a new
+through a :class:`~acp_proxy.replay.core.client.ClientStandIn`, recording the new run as a new
 capture with the recorder (the same way the stdio relay records: every chunk goes to the
 tap before it is written on), time-outs, ending the agent, and putting the two runs side
 by side (``replay.compare``) in an :class:`Outcome`.
@@ -25,18 +25,18 @@ from acp_proxy.errors import AgentSpawnError
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.framing import LineFramer
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
-from acp_proxy.replay.client import ClientStandIn, Step
-from acp_proxy.replay.compare import (
+from acp_proxy.replay.core.client import ClientStandIn, Step
+from acp_proxy.replay.core.compare import (
     EXIT_CODE,
     compare,
     nothing_compared,
     parse_ignore,
     summarise_run,
 )
-from acp_proxy.replay.ending import client_ending, client_eof_ns, own_exit
-from acp_proxy.replay.match import Problem
+from acp_proxy.replay.core.ending import client_ending, client_eof_ns, own_exit
+from acp_proxy.replay.core.match import Problem
+from acp_proxy.replay.core.summary import Divergence, RunSummary
 from acp_proxy.replay.serve import Recording, load_recording
-from acp_proxy.replay.summary import Divergence, RunSummary
 from acp_proxy.transports.process import AgentProcess
 
 __all__ = ["Outcome", "replay_client"]

@@ -2,7 +2,7 @@
 
 What belongs here: loading a recording (a capture in the database or a ``jsonl`` export),
 choosing one session of it, pacing (``--timing``), and running the stand-ins over real
-transports: :func:`serve_stdio` puts an :class:`~acp_proxy.replay.agent.AgentStandIn` where
+transports: :func:`serve_stdio` puts an :class:`~acp_proxy.replay.core.agent.AgentStandIn` where
 the agent would be (``replay.listen`` does it for WebSocket and Streamable HTTP clients);
 ``replay.run`` drives a real agent with the recorded client side. Matching and comparing
 live in ``replay.match``, ``replay.agent``, ``replay.client`` and ``replay.compare``, which
@@ -26,8 +26,8 @@ from typing import Any
 from acp_proxy.errors import UsageError
 from acp_proxy.protocol.framing import LineFramer
 from acp_proxy.protocol.jsonrpc import Kind
-from acp_proxy.replay.agent import AgentStandIn, Emit, MatchMode
-from acp_proxy.replay.match import Message, parse_messages, session_of
+from acp_proxy.replay.core.agent import AgentStandIn, Emit, MatchMode
+from acp_proxy.replay.core.match import Message, parse_messages, session_of
 from acp_proxy.store.refs import resolve
 from acp_proxy.text.safe import visible
 from acp_proxy.transports.stdio import CHUNK, write_all

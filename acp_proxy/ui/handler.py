@@ -287,8 +287,8 @@ class Handler(BoundedHandler):
 
     @staticmethod
     def _text_export(r: Any, fmt: str, terminal: str | None) -> str:
-        from acp_proxy.export.asciicast import asciicast
-        from acp_proxy.export.patch import session_patch
+        from acp_proxy.export.core.asciicast import asciicast
+        from acp_proxy.export.core.patch import session_patch
 
         if fmt == "patch":
             return session_patch(r).text

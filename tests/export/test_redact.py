@@ -24,7 +24,7 @@ from support.replay import DEMO_CLIENT, replay_agent_cmd, sdk_session
 
 from acp_proxy.demo import proxy_argv
 from acp_proxy.errors import UsageError
-from acp_proxy.export.redact import Redactor, parse_rules, secret_name
+from acp_proxy.export.core.redact import Redactor, parse_rules, secret_name
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.store.reader import Store
 

@@ -260,7 +260,7 @@ _CUT_THEN_ROOM = r"""
 import glob, resource, sys
 from pathlib import Path
 from acp_proxy.record.journal import JournalWriter
-from acp_proxy.record.wire import HEADER, Stream, Type
+from acp_proxy.record.core.wire import HEADER, Stream, Type
 db = Path(sys.argv[1])
 w = JournalWriter(db, "0123456789abcdef", warn=lambda m: None)
 soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
@@ -278,7 +278,7 @@ print(cut, segment)
 def test_a_record_cut_by_a_full_disk_is_finished_later_never_cut_back(db: Path) -> None:
     # a recorder following the journal may already have read the first bytes of the cut
     # record: they must stay as written, and the record be completed once there is room
-    from acp_proxy.record.wire import RecordReader, Type
+    from acp_proxy.record.core.wire import RecordReader, Type
 
     out = subprocess.run(
         [sys.executable, "-c", _CUT_THEN_ROOM, str(db)], capture_output=True, check=True

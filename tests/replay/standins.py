@@ -16,9 +16,9 @@ from typing import Any
 from support.playbook import Playbook
 
 from acp_proxy.protocol.frames import Direction, Frame
-from acp_proxy.replay.agent import AgentStandIn, Emit, MatchMode
-from acp_proxy.replay.client import ClientStandIn
-from acp_proxy.replay.match import Message, parse_messages
+from acp_proxy.replay.core.agent import AgentStandIn, Emit, MatchMode
+from acp_proxy.replay.core.client import ClientStandIn
+from acp_proxy.replay.core.match import Message, parse_messages
 
 C, A = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 

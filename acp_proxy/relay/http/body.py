@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from acp_proxy import events
 from acp_proxy.events import UNSET, Unset
 from acp_proxy.protocol.frames import Direction, Opcode
-from acp_proxy.record.wire import Stream
+from acp_proxy.record.core.wire import Stream
 from acp_proxy.relay.http.connections import BODY_KEPT, AcpConnection, body_field, raw_field
 from acp_proxy.transports.http.common import ClientGone, ClientRequest, End, UpstreamDropped
 from acp_proxy.transports.sse import SseEvent, SseFramer, canonical
