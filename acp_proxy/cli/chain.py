@@ -18,7 +18,6 @@ from acp_proxy.cli.common import (
     CaptureCommand,
     dump_json,
     echo,
-    handle_errors,
     open_store,
     paged,
 )
@@ -37,7 +36,6 @@ __all__ = ["chain"]
 @click.argument("capture", required=False)
 @click.option("--hops", "hops_only", is_flag=True, help="Only list the hops, not their frames.")
 @output_options
-@handle_errors
 def chain(
     db: Path | None, as_json: bool, capture: str | None, hops_only: bool, no_pager: bool
 ) -> None:

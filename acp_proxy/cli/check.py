@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from acp_proxy import __version__
-from acp_proxy.cli.common import CONTEXT, echo, handle_errors, open_store, paged
+from acp_proxy.cli.common import CONTEXT, echo, open_store, paged
 from acp_proxy.cli.options import db_option, output_options
 from acp_proxy.errors import UsageError
 from acp_proxy.text.safe import json_visible
@@ -122,7 +122,6 @@ def _list_rules(as_json: bool) -> None:
 @click.option("--rules", "list_rules", is_flag=True, help="List every rule and exit.")
 @click.option("--json", "as_json", is_flag=True, help="With --rules: the rules as JSON.")
 @output_options
-@handle_errors
 def check(
     db: Path | None,
     captures: tuple[str, ...],
@@ -138,7 +137,7 @@ def check(
     list_rules: bool,
     as_json: bool,
     no_pager: bool,
-) -> None:
+) -> int:
     """Check recorded traffic against ACP: framing, JSON-RPC, the JSON Schema of the
     negotiated version, and the protocol's behaviour rules, for both sides.
 
@@ -155,7 +154,7 @@ def check(
     """
     if list_rules:
         _list_rules(as_json)
-        return
+        return 0
     if as_json:
         raise UsageError("--json goes with --rules; use --format json for findings")
     from acp_proxy.check.core.checker import Thresholds
@@ -171,8 +170,7 @@ def check(
     results = _check(db, captures, every, side, options)
     with paged(not no_pager and fmt == "text" and output is None):
         _report(results, fmt, output)
-    if any(f.severity == "error" for r in results for f in r.findings):
-        raise SystemExit(1)
+    return 1 if any(f.severity == "error" for r in results for f in r.findings) else 0
 
 
 def _check(

@@ -1,24 +1,25 @@
-"""What every command shares: options, the one error path, opening the database.
+"""What every command shares: the output path, parameter types, opening the database.
 
-What belongs here: the click option decorators used by more than one command, how an error
-reaches the user (:func:`handle_errors`: one line on stderr, the error's exit code), the
-splitting of a command line at ``--``, and printing JSON. No command is defined here.
+What belongs here: how text reaches the user (:func:`echo`, through a pager with
+:func:`paged`, progress on stderr), the parameter types and command classes of more than
+one command, the splitting of a command line at ``--``, the ``--db`` path, and printing
+JSON. No command is defined here, and nothing here exits: a command's errors and status
+become an exit status in :mod:`acp_proxy.cli.exits`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, NoReturn, TypeVar
+from typing import IO, Any, TypeVar
 
 import click
 
-from acp_proxy.errors import ProxyError, UsageError
+from acp_proxy.errors import UsageError
 from acp_proxy.store.numbers import INT64_MAX, INT64_MIN, parse_int
 from acp_proxy.store.reader import Store, default_db_path
 from acp_proxy.text.safe import json_bytes, visible
@@ -37,8 +38,6 @@ __all__ = [
     "dump_json",
     "echo",
     "expand_path",
-    "fail",
-    "handle_errors",
     "open_store",
     "paged",
     "set_colour",
@@ -164,33 +163,6 @@ def paged(enabled: bool = True) -> Iterator[None]:
     finally:
         _OUT.stream = None
         pager.finish()
-
-
-def fail(message: str, code: int) -> NoReturn:
-    """Print one error line and exit with ``code``."""
-    echo(f"acp-proxy: error: {message}", err=True)
-    sys.exit(code)
-
-
-def handle_errors(fn: F) -> F:
-    """Turn every :class:`ProxyError` into one line on stderr and its exit code."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except ProxyError as e:
-            fail(str(e), e.exit_code)
-        except BrokenPipeError:  # `acp-proxy show | head`
-            os._exit(0)
-        except KeyboardInterrupt:  # Ctrl-C: the shell's convention, no traceback
-            for stream in (sys.stdout, sys.stderr):
-                with contextlib.suppress(Exception):
-                    stream.flush()
-            os._exit(130)
-        return None
-
-    return wrapper  # type: ignore[return-value]
 
 
 class Int(click.ParamType[int, Any]):

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, dump_json, echo, handle_errors, paged
+from acp_proxy.cli.common import CONTEXT, dump_json, echo, paged
 from acp_proxy.cli.options import db_option, json_option, output_options
 
 __all__ = ["diff"]
@@ -50,7 +50,6 @@ def _cwds(messages: list[Any]) -> list[str]:
 )
 @click.option("--timing", is_flag=True, help="Also show latencies and time to first output.")
 @output_options
-@handle_errors
 def diff(
     db: Path | None,
     as_json: bool,
@@ -59,7 +58,7 @@ def diff(
     ignore: tuple[str, ...],
     timing: bool,
     no_pager: bool,
-) -> None:
+) -> int:
     """Compare two sessions turn by turn: prompts, answers (word diff), tool calls, permission
     requests, terminals, files written, stop reasons, errors and initialize. A and B are
     capture ids or jsonl exports. Exit status 1 when they differ.
@@ -111,5 +110,4 @@ def diff(
                 echo(line)
             for line in timing_lines(times):
                 echo(line)
-    if found:
-        raise SystemExit(1)
+    return 1 if found else 0

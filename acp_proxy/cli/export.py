@@ -22,7 +22,6 @@ from acp_proxy.cli.common import (
     db_path,
     echo,
     expand_path,
-    handle_errors,
     open_store,
 )
 from acp_proxy.cli.options import db_option
@@ -239,7 +238,6 @@ _redact_rules_option = click.option(
 )
 @_redact_rules_option
 @_frames_only_option
-@handle_errors
 def export(
     db: Path | None,
     capture: str | None,
@@ -358,7 +356,6 @@ def _html(
 )
 @_redact_rules_option
 @_frames_only_option
-@handle_errors
 def share(
     db: Path | None,
     capture: str | None,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_path, handle_errors
+from acp_proxy.cli.common import CONTEXT, db_path
 from acp_proxy.cli.listening import allow_origin_option, listener_options, timeouts_of, token_option
 from acp_proxy.cli.options import db_option
 from acp_proxy.cli.ws import listener_settings, parse_listen_option, serve_until_signal
@@ -46,7 +46,6 @@ __all__ = ["http"]
 @token_option
 @allow_origin_option("requests")
 @listener_options("a larger request body: HTTP 413")
-@handle_errors
 def http(
     db: Path | None,
     upstream: str | None,

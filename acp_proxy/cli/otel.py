@@ -15,9 +15,9 @@ import click
 import orjson
 
 from acp_proxy import __version__
-from acp_proxy.cli.common import CONTEXT, echo, fail, handle_errors, open_store
+from acp_proxy.cli.common import CONTEXT, echo, open_store
 from acp_proxy.cli.options import db_option, group_db_option
-from acp_proxy.errors import UsageError
+from acp_proxy.errors import LocalError, UsageError
 from acp_proxy.otel.core.fold import CaptureInfo
 from acp_proxy.otel.source import Traced, trace_capture
 
@@ -60,10 +60,7 @@ def live_recorder_env(endpoint: str | None, content: bool) -> dict[str, str] | N
     from acp_proxy.otel.sdk import require, traces_endpoint
 
     if endpoint is not None:
-        try:
-            require()
-        except UsageError as e:
-            fail(str(e), e.exit_code)
+        require()
         return recorder_env(traces_endpoint(endpoint), content)
     if _standard_env_asks():
         try:
@@ -73,7 +70,9 @@ def live_recorder_env(endpoint: str | None, content: bool) -> dict[str, str] | N
             return None
         return recorder_env(None, content)
     if content:
-        fail("--otel-content goes with --otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)", 2)
+        raise UsageError(
+            "--otel-content goes with --otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)"
+        )
     return None
 
 
@@ -155,7 +154,6 @@ def otel() -> None:
     show_default=True,
     help="Seconds to wait for the endpoint to take everything.",
 )
-@handle_errors
 def push(
     db: Path | None,
     captures: tuple[str, ...],
@@ -189,5 +187,5 @@ def push(
         n_captures += 1
     dropped = sender.close(timeout)
     if dropped:
-        fail(f"{sender.endpoint} did not take {dropped} of {n_spans} spans", 1)
+        raise LocalError(f"{sender.endpoint} did not take {dropped} of {n_spans} spans")
     echo(f"sent {n_spans} spans of {n_captures} captures to {sender.endpoint}", err=True)

@@ -21,7 +21,6 @@ from acp_proxy.cli.common import (
     Int,
     db_path,
     echo,
-    handle_errors,
     open_store,
     paged,
 )
@@ -151,7 +150,6 @@ def _timeline(
 )
 @filter_options
 @output_options
-@handle_errors
 def show(
     db: Path | None,
     as_json: bool,

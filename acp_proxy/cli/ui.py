@@ -16,7 +16,6 @@ from acp_proxy.cli.common import (
     db_path,
     dump_json,
     echo,
-    handle_errors,
     open_store,
     paged,
 )
@@ -60,7 +59,6 @@ def _listen(value: str) -> tuple[str, int]:
 )
 @allow_host_option
 @timeout_options
-@handle_errors
 def ui(
     db: Path | None,
     listen: str,
@@ -116,7 +114,6 @@ def ui(
 @click.option("--limit", type=Int(), default=50, show_default=True, help="At most this many hits.")
 @json_option
 @output_options
-@handle_errors
 def search(
     db: Path | None, query: str, capture: str | None, limit: int, as_json: bool, no_pager: bool
 ) -> None:

@@ -25,7 +25,6 @@ from acp_proxy.cli.common import (
     db_path,
     dump_json,
     echo,
-    handle_errors,
     open_store,
     paged,
 )
@@ -142,7 +141,6 @@ def _view(name: str, doc: str, to_lines: Callable[..., Any]) -> click.Command:
     @at_option
     @click.argument("capture", required=False)
     @output_options
-    @handle_errors
     def command(
         db: Path | None, as_json: bool, at: int | None, capture: str | None, no_pager: bool
     ) -> None:

@@ -13,18 +13,17 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_path, echo, fail, handle_errors
+from acp_proxy.cli.common import CONTEXT, db_path, echo
 from acp_proxy.cli.listening import allow_origin_option, listener_options, timeouts_of, token_option
 from acp_proxy.cli.options import db_option
 from acp_proxy.cli.otel import live_recorder_env, otel_options
-from acp_proxy.errors import ProxyError, UsageError
+from acp_proxy.errors import UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
 from acp_proxy.relay.admission import (
@@ -108,31 +107,22 @@ def record_upstream(
     keep_secrets: bool = False,
     recorder_env: dict[str, str] | None = None,
 ) -> int:
-    """Bridge our stdio to a remote WebSocket agent, recording both legs."""
+    """Bridge our stdio to a remote WebSocket agent, recording both legs; the exit status
+    (0, or 128+N after signal N; an upstream that fails raises
+    :class:`~acp_proxy.errors.PeerError`)."""
     if not url.startswith(("ws://", "wss://")):
-        echo(f"acp-proxy: error: --upstream wants a ws:// or wss:// URL, not {url!r}", err=True)
-        return 2
-    try:
-        pairs = parse_headers(headers)
-    except UsageError as e:
-        echo(f"acp-proxy: error: {e}", err=True)
-        return 2
+        raise UsageError(f"--upstream wants a ws:// or wss:// URL, not {url!r}")
+    pairs = parse_headers(headers)
     tune_relay_process()
     writer = RecorderLink(db, recorder_env=recorder_env)
-    code = 1
     try:
-        code = asyncio.run(
+        return asyncio.run(
             bridge_stdio_client(url, writer, label=label, headers=pairs, keep_secrets=keep_secrets)
         )
-    except ProxyError as e:
-        echo(f"acp-proxy: error: {e}", err=True)
-        code = e.exit_code
     except KeyboardInterrupt:  # before the connection was up (later, SIGINT is handled)
-        code = 128 + signal.SIGINT
+        return 128 + signal.SIGINT
     finally:
         writer.close()
-        sys.stderr.flush()
-    return code
 
 
 @click.command(
@@ -159,7 +149,6 @@ def record_upstream(
 )
 @otel_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-@handle_errors
 def ws(
     db: Path | None,
     listen: str,
@@ -200,7 +189,9 @@ def ws(
     if argv and argv[0] == "--":
         argv = argv[1:]
     if (upstream is None) == (not argv):
-        fail("give either --upstream URL or an agent command after --, not both or neither", 2)
+        raise UsageError(
+            "give either --upstream URL or an agent command after --, not both or neither"
+        )
     if upstream is not None and not upstream.startswith(("ws://", "wss://")):
         raise UsageError(f"--upstream wants a ws:// or wss:// URL, not {upstream!r}")
     if grace < 0:

@@ -2,7 +2,9 @@
 
 What belongs here: :func:`bridge_stdio_client` — one capture of an editor speaking stdio to
 us and a WebSocket agent at the far end: the connection to it, its handshake as an event,
-the signals that stop us, and the exit code that says how it ended.
+the signals that stop us, and how it ended: an exit status, or the upstream's fault
+(:class:`~acp_proxy.errors.UpstreamError` when it cannot be reached or refuses us,
+:class:`~acp_proxy.errors.PeerError` when it closes abnormally).
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from collections.abc import Callable, Iterator, Sequence
 from websockets.exceptions import InvalidStatus, WebSocketException
 
 from acp_proxy import events
+from acp_proxy.errors import PeerError, UpstreamError
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
-from acp_proxy.relay import warn
 from acp_proxy.relay.pump import relay
 from acp_proxy.transports.headers import redact_headers, redact_subprotocol, redact_url
 from acp_proxy.transports.lines import FdChannel, LineEndpoint
@@ -50,9 +52,11 @@ async def bridge_stdio_client(
     """Relay our stdin/stdout (a stdio ACP client, e.g. an editor) to the agent at ``url``,
     sending ``headers`` with the upgrade request (``Authorization``, say).
 
-    Returns the exit code: 0 when the connection ended normally (our stdin closed, or the
-    upstream closed with 1000/1001/no code), 4 when the upstream could not be reached or
-    closed abnormally, 128+N when we were stopped by signal N.
+    Returns the exit status: 0 when the connection ended normally (our stdin closed, or the
+    upstream closed with 1000/1001/no code), 128+N when we were stopped by signal N. Raises
+    :class:`~acp_proxy.errors.UpstreamError` when the upstream could not be reached or
+    refused us, :class:`~acp_proxy.errors.PeerError` when it closed abnormally (either is
+    exit status 4, also stored as the capture's).
     """
     settings = settings or WsSettings()
     meta = CaptureMeta(
@@ -62,8 +66,6 @@ async def bridge_stdio_client(
     shown = redact_url(url, keep_secrets=False)
     started = time.monotonic_ns()
     conn = await _connect(url, settings, headers, tap, shown, keep_secrets)
-    if conn is None:
-        return 4
     _handshake_event(tap, conn, url, keep_secrets, started)
     client = LineEndpoint(FdChannel(stdin_fd, stdout_fd), "client", settings.max_size or 1 << 62)
     stopped_by: list[int] = []
@@ -73,7 +75,7 @@ async def bridge_stdio_client(
         tap.event(events.Signal(signal=signal.Signals(signum).name))
         client.interrupt(Ending(1001, "", "proxy", "shutdown", {"signal": signum}))
 
-    code = 4
+    code = PeerError.exit_code
     try:
         with _stopping_on_signals(on_signal):
             endings = await relay(client, WsEndpoint(conn, "upstream"), tap)
@@ -90,9 +92,9 @@ async def _connect(
     tap: Tap,
     shown: str,
     keep_secrets: bool,
-) -> RelayClientConnection | None:
-    """The connection to the upstream, or None (recorded, warned, the capture closed with
-    exit code 4) when it refused us or could not be reached."""
+) -> RelayClientConnection:
+    """The connection to the upstream; :class:`~acp_proxy.errors.UpstreamError` (recorded,
+    the capture closed with its exit status) when it refused us or could not be reached."""
     try:
         return await open_client(url, settings, headers=headers)
     except InvalidStatus as e:
@@ -103,15 +105,15 @@ async def _connect(
                 headers=redact_headers(r.headers.raw_items(), keep_secrets=keep_secrets),
             )
         )
-        tap.close(exit_code=4)
-        warn(f"upstream {shown} refused the connection: HTTP {r.status_code}")
-        return None
+        tap.close(exit_code=UpstreamError.exit_code)
+        raise UpstreamError(
+            f"upstream {shown} refused the connection: HTTP {r.status_code}"
+        ) from None
     except (OSError, TimeoutError, WebSocketException) as e:
         reason = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
         tap.event(events.UpstreamFailed(error=reason))
-        tap.close(exit_code=4)
-        warn(f"upstream {shown} unreachable ({reason})")
-        return None
+        tap.close(exit_code=UpstreamError.exit_code)
+        raise UpstreamError(f"upstream {shown} unreachable ({reason})") from e
 
 
 def _handshake_event(
@@ -156,13 +158,12 @@ def _stopping_on_signals(on_signal: Callable[[int], None]) -> Iterator[None]:
 
 
 def _exit_code(up: Ending | None, stopped_by: list[int], shown: str) -> int:
-    """How the bridge ended, from the upstream's ending (warned when abnormal)."""
+    """How the bridge ended, from the upstream's ending: its exit status, or
+    :class:`~acp_proxy.errors.PeerError` when the upstream ended it abnormally."""
     if stopped_by:
         return 128 + stopped_by[0]
     if up is None or up.by == "proxy" or up.code in _OK_CLOSE:
         return 0
     if up.code == DROPPED:
-        warn(f"upstream {shown} dropped the connection")
-    else:
-        warn(f"upstream {shown} closed the connection: {up.code} {up.reason}".rstrip())
-    return 4
+        raise PeerError(f"upstream {shown} dropped the connection")
+    raise PeerError(f"upstream {shown} closed the connection: {up.code} {up.reason}".rstrip())

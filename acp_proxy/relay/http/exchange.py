@@ -23,13 +23,14 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request as WsRequest
 
 from acp_proxy import events
+from acp_proxy.errors import UpstreamError
 from acp_proxy.events import UNSET
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.link import stderr_warn
 from acp_proxy.relay.admission import upstream_target
 from acp_proxy.relay.http.body import EventStream, relay_body
 from acp_proxy.relay.http.connections import AcpConnection, stored_headers
-from acp_proxy.relay.http.upstreams import Reply, UpstreamFailed
+from acp_proxy.relay.http.upstreams import Reply
 from acp_proxy.text.safe import visible
 from acp_proxy.transports.headers import redact_url, without_params
 from acp_proxy.transports.http.common import ClientRequest, ClientTimeout
@@ -169,7 +170,7 @@ class Exchange:
                 body,
                 client.send_informational,
             )
-        except UpstreamFailed as e:
+        except UpstreamError as e:
             shown = redact_url(cfg.upstream or "", keep_secrets=False)
             url = redact_url(cfg.upstream or "", keep_secrets=self.front.keep)
             return await self.answer(
