@@ -1,10 +1,10 @@
 """What each message of a capture is, and which of its values go whole.
 
 What belongs here: reading, per frame, its messages (method — a response's from its
-request —, update kind, session, owner of a chunk) from the scanned leaves, and the rules
-by place that redact a whole value: environment variables, headers, authentication,
-member names from a rules file or that look secret, and the optional classes (file
-content, conversation text).
+request, paired by the one rule of :mod:`acp_proxy.protocol.pairing` —, update kind,
+session, owner of a chunk) from the scanned leaves, and the rules by place that redact a
+whole value: environment variables, headers, authentication, member names from a rules file
+or that look secret, and the optional classes (file content, conversation text).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from acp_proxy.export.core.redact.rules import Rules, secret_name
 from acp_proxy.export.core.redact.scan import Leaf, Path, key_text
-from acp_proxy.protocol.frames import Direction, Frame
+from acp_proxy.protocol.frames import Frame
+from acp_proxy.protocol.pairing import Pairing
 
 
 @dataclass(slots=True)
@@ -26,9 +27,10 @@ class Message:
     update: str | None = None
     session: str | None = None
     owner: str | None = None  # toolCallId / terminalId of a chunk
-    token: bytes | None = None
+    token: str | None = None  # the id's exact JSON text
     has_method: bool = False
     has_id: bool = False
+    has_error: bool = False
 
 
 _AUTH_KEEP = frozenset({"methodId", "type", "sessionId", "jsonrpc", "id", "method"})
@@ -38,9 +40,11 @@ _CHUNK_TEXT_KINDS = ("agent_message_chunk", "agent_thought_chunk", "user_message
 def contexts(frames: Sequence[Frame], scans: list[list[Leaf] | None]) -> list[dict[Path, Message]]:
     """Per frame, its messages by root path (``()``, or ``(i,)`` in a batch), with the
     method (a response's from its request), update kind, session and owner."""
-    pending: dict[tuple[Direction, bytes], str] = {}
+    pairing: Pairing[str] = Pairing()  # the request's method, "" when it has none
     out: list[dict[Path, Message]] = []
     for f, leaves in zip(frames, scans, strict=True):
+        if leaves is None:  # not JSON: a null-id error from the other side answers it
+            pairing.unreadable(f.direction, "")
         msgs: dict[Path, Message] = {}
         for leaf in leaves or ():
             if leaf.key:
@@ -53,7 +57,10 @@ def contexts(frames: Sequence[Frame], scans: list[list[Leaf] | None]) -> list[di
                 m.method = key_text(value) if leaf.string else None
             elif rel == ("id",):
                 m.has_id = True
-                m.token = f.raw[leaf.start - 1 : leaf.end + 1] if leaf.string else value
+                token = f.raw[leaf.start - 1 : leaf.end + 1] if leaf.string else value
+                m.token = token.decode("utf-8", "surrogateescape")
+            elif rel[:1] == ("error",):
+                m.has_error = True
             elif rel == ("params", "update", "sessionUpdate") and leaf.string:
                 m.update = key_text(value)
             elif rel == ("params", "sessionId") and leaf.string:
@@ -66,13 +73,13 @@ def contexts(frames: Sequence[Frame], scans: list[list[Leaf] | None]) -> list[di
         for m in msgs.values():
             if m.has_method and m.token is not None:
                 m.kind = "request"
-                if m.method is not None:
-                    pending[(f.direction, m.token)] = m.method
+                pairing.request(f.direction, m.token, m.method or "")
             elif m.has_method:
                 m.kind = "notification"
             elif m.token is not None:
                 m.kind = "response"
-                m.method = pending.pop((f.direction.opposite, m.token), None)
+                found, _how = pairing.response(f.direction, m.token, error=m.has_error)
+                m.method = found or None
         out.append(msgs)
     return out
 
