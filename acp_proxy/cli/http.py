@@ -16,9 +16,9 @@ from acp_proxy.cli.ws import listener_settings, parse_listen_option, serve_until
 from acp_proxy.errors import UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
-from acp_proxy.relay.admission import (
+from acp_proxy.relay.config import ServeConfig
+from acp_proxy.relay.core.admission import (
     Admission,
-    ServeConfig,
     check_listen_address,
     check_token,
     hosts_for,

@@ -26,14 +26,14 @@ from acp_proxy.cli.otel import live_recorder_env, otel_options
 from acp_proxy.errors import UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
-from acp_proxy.relay.admission import (
+from acp_proxy.relay.bridge import bridge_stdio_client
+from acp_proxy.relay.config import ServeConfig
+from acp_proxy.relay.core.admission import (
     Admission,
-    ServeConfig,
     check_listen_address,
     check_token,
     hosts_for,
 )
-from acp_proxy.relay.bridge import bridge_stdio_client
 from acp_proxy.relay.listener import serve
 from acp_proxy.transports.websocket import WsSettings
 

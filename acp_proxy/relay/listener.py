@@ -3,7 +3,7 @@
 What belongs here: the listener (:func:`serve`; each client connection is one capture and
 gets either its own upstream connection — man in the middle — or its own agent process) and
 the session of each connection, from the upgrade request to the end of the relay. Who may
-connect is decided in :mod:`acp_proxy.relay.admission`; our stdin/stdout as a client of a
+connect is decided in :mod:`acp_proxy.relay.core.admission`; our stdin/stdout as a client of a
 remote WebSocket agent is :mod:`acp_proxy.relay.bridge`.
 """
 
@@ -24,8 +24,9 @@ from acp_proxy import events
 from acp_proxy.errors import AgentSpawnError
 from acp_proxy.record.link import CaptureMeta, RecorderLink
 from acp_proxy.relay import warn
-from acp_proxy.relay.admission import ServeConfig, check_listen_address, upstream_target
-from acp_proxy.relay.capacity import Capacity
+from acp_proxy.relay.config import ServeConfig
+from acp_proxy.relay.core.admission import Caller, check_listen_address, upstream_target
+from acp_proxy.relay.core.capacity import Capacity
 from acp_proxy.relay.pump import Endpoint, relay
 from acp_proxy.transports.accept import Acceptor, listening_sockets
 from acp_proxy.transports.headers import (
@@ -169,7 +170,9 @@ class _Session:
 
     async def _open(self) -> Response | None:
         cfg = self.front.config
-        refusal = cfg.admission.refusal(self.request)
+        refusal = cfg.admission.refusal(
+            Caller.of(self.request.path, self.request.headers.raw_items())
+        )
         if refusal is not None:
             return self._fail(refusal[0], events.Refused, refusal[1])
         full = self.front.capacity.admit()
@@ -332,7 +335,7 @@ async def serve(
     Connections are accepted by :class:`acp_proxy.transports.accept.Acceptor` (which
     survives running out of descriptors) and served as ``websockets.serve`` would
     (:class:`acp_proxy.transports.ws_handover.HandOver`): no origin check of the library's
-    (:class:`acp_proxy.relay.admission.Admission` checks, so refusals are recorded), no
+    (:class:`acp_proxy.relay.core.admission.Admission` checks, so refusals are recorded), no
     ``Server`` header, no subprotocol of our own, the upstream's handshake inside ours."""
     check_listen_address(config.host, config.admission.token)
     front = Front(config, writer)

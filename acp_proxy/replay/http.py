@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from acp_proxy.relay.admission import host_allowed
+from acp_proxy.relay.core.admission import host_allowed
 from acp_proxy.replay.core.agent import MatchMode
 from acp_proxy.replay.serve import Recording, Replay, Say, Timing
 from acp_proxy.transports.http.common import ClientGone, ClientRequest, ClientTimeout

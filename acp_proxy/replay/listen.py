@@ -21,7 +21,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from acp_proxy.relay.admission import host_allowed
+from acp_proxy.relay.core.admission import host_allowed
 from acp_proxy.replay.core.agent import MatchMode
 from acp_proxy.replay.http import HttpAgent
 from acp_proxy.replay.serve import Recording, Replay, Say, Timing, say_on_stderr

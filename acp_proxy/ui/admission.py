@@ -2,10 +2,11 @@
 
 What belongs here: a request's ``Host`` must name this server and its port (a page on
 another site that rebinds its DNS name to 127.0.0.1 is refused; the rule is
-:func:`acp_proxy.relay.admission.host_allowed`, with the names of ``--allow-host``), an
-``Origin``, when sent, must be this server's, a cross-site fetch of the API is refused, and
-with ``--token`` the API wants it (``Authorization: Bearer`` or ``?token=``; the rules of
-:class:`acp_proxy.relay.admission.Admission`). A refusal is a :class:`Refused` with its
+:func:`acp_proxy.relay.core.admission.host_allowed`, with the names of ``--allow-host``),
+an ``Origin``, when sent, must be this server's, a cross-site fetch of the API is refused,
+and with ``--token`` the API wants it (``Authorization: Bearer`` or ``?token=``; the rules
+of :class:`acp_proxy.relay.core.admission.Admission`, handed the request as a
+:class:`~acp_proxy.relay.core.admission.Caller`). A refusal is a :class:`Refused` with its
 HTTP status.
 """
 
@@ -13,10 +14,7 @@ from __future__ import annotations
 
 from email.message import Message
 
-from websockets.datastructures import Headers
-from websockets.http11 import Request
-
-from acp_proxy.relay.admission import Admission, host_allowed
+from acp_proxy.relay.core.admission import Admission, Caller, host_allowed
 
 __all__ = ["Refused", "admit"]
 
@@ -48,15 +46,12 @@ def admit(
     site = request_headers.get("Sec-Fetch-Site")
     if needs_token and site not in (None, "same-origin", "none"):
         raise Refused(403, f"cross-site request refused (Sec-Fetch-Site: {site})")
-    headers = Headers()
-    for k, v in request_headers.items():
-        headers[k] = v
     admission = Admission(
         token=token if needs_token else None,
         allow_origins=frozenset({f"http://{given}"}),
         hosts=None,  # checked above, with the port
     )
-    refused = admission.refusal(Request(path, headers))
+    refused = admission.refusal(Caller.of(path, request_headers.items()))
     if refused is not None:
         status, message = refused
         if status == 403:  # an Origin: only this server's own pages may ask

@@ -19,15 +19,12 @@ import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from websockets.datastructures import Headers
-from websockets.http11 import Request as WsRequest
-
 from acp_proxy import events
 from acp_proxy.errors import UpstreamError
 from acp_proxy.events import UNSET
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.link import stderr_warn
-from acp_proxy.relay.admission import upstream_target
+from acp_proxy.relay.core.admission import Caller, upstream_target
 from acp_proxy.relay.http.body import EventStream, relay_body
 from acp_proxy.relay.http.connections import AcpConnection, stored_headers
 from acp_proxy.relay.http.upstreams import Reply
@@ -49,7 +46,7 @@ Answered = Callable[..., events.Event]  # the event kind of an answer we give ou
 class ClientConnection:
     """A client connection: its admission slots and its upstream connections.
 
-    A connection holds one slot of the listener's :class:`~acp_proxy.relay.capacity.Capacity`
+    A connection holds one slot of the listener's :class:`~acp_proxy.relay.core.capacity.Capacity`
     from its first request on, and one more for each exchange beyond the first running at
     once (HTTP/2 streams): every exchange in flight commits its ``2 × --max-size``."""
 
@@ -143,10 +140,10 @@ class Exchange:
     async def _run(self, acp: AcpConnection) -> bool:
         cfg = self.front.config
         client = self.client
-        headers = Headers(decoded(client.headers))
-        if "Host" not in headers and client.authority:  # HTTP/2 names it so
-            headers["Host"] = client.authority.decode("latin-1")
-        refusal = cfg.admission.refusal(WsRequest(self.target, headers))
+        headers = decoded(client.headers)
+        if client.authority and not any(n.lower() == "host" for n, _ in headers):
+            headers.append(("Host", client.authority.decode("latin-1")))  # HTTP/2 names it so
+        refusal = cfg.admission.refusal(Caller.of(self.target, headers))
         if refusal is not None:
             return await self.answer(acp, refusal[0], events.Refused, refusal[1]) and False
         full = self.conn.admit()

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 
 from acp_proxy.record.link import RecorderLink
-from acp_proxy.relay.admission import ServeConfig
-from acp_proxy.relay.capacity import Capacity
+from acp_proxy.relay.config import ServeConfig
+from acp_proxy.relay.core.capacity import Capacity
 from acp_proxy.relay.listener import Front
 from acp_proxy.transports.websocket import RelayServerConnection
 from acp_proxy.transports.ws_handover import HandOver

@@ -1,10 +1,9 @@
-"""Who may connect to a relay's listener, and what the listener is set to.
+"""Who may connect to a listener (pure: our own values in, a refusal or none out).
 
 What belongs here: the admission rules (loopback unless a token is given, a token that is
 one word, a ``Host`` that names the listener, browser origins refused, the token never
-relayed further), the listener's settings (:class:`ServeConfig`, with the limits of
-:mod:`acp_proxy.relay.capacity` and the timeouts of
-:class:`acp_proxy.transports.timeouts.Timeouts`), and the upstream URL a client
+relayed further) over what a request asks with (:class:`Caller`: its target and the
+headers admission reads, whichever library parsed them), and the upstream URL a client
 connection is relayed to. The WebSocket and Streamable HTTP listeners, the replay's
 listener and the web inspector apply the same rules.
 
@@ -22,18 +21,13 @@ import dataclasses
 import hmac
 import ipaddress
 import urllib.parse
-from collections.abc import Sequence
-
-from websockets.http11 import Request
+from collections.abc import Iterable, Sequence
 
 from acp_proxy.errors import UsageError
-from acp_proxy.relay.capacity import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT
-from acp_proxy.transports.timeouts import Timeouts
-from acp_proxy.transports.websocket import WsSettings
 
 __all__ = [
     "Admission",
-    "ServeConfig",
+    "Caller",
     "check_listen_address",
     "check_token",
     "host_allowed",
@@ -117,6 +111,28 @@ def hosts_for(listen_host: str, allow_hosts: Sequence[str]) -> frozenset[str] | 
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class Caller:
+    """What admission reads of a request: its target (path and query, as sent) and the
+    values of the ``Host``, ``Origin`` and ``Authorization`` headers, each as many times as
+    it was sent."""
+
+    target: str
+    hosts: tuple[str, ...] = ()
+    origins: tuple[str, ...] = ()
+    authorizations: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, target: str, headers: Iterable[tuple[str, str]]) -> Caller:
+        """From a request's target and its header pairs (names in any case, in order)."""
+        seen: dict[str, list[str]] = {"host": [], "origin": [], "authorization": []}
+        for name, value in headers:
+            kept = seen.get(name.lower())
+            if kept is not None:
+                kept.append(value)
+        return cls(target, tuple(seen["host"]), tuple(seen["origin"]), tuple(seen["authorization"]))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Admission:
     """Who may connect: a ``Host`` naming the listener, a bearer token (header or
     ``?token=``) and allowed browser origins.
@@ -138,19 +154,20 @@ class Admission:
     def __post_init__(self) -> None:
         check_token(self.token)
 
-    def refusal(self, request: Request) -> tuple[int, str] | None:
+    def refusal(self, caller: Caller) -> tuple[int, str] | None:
+        """Why ``caller`` is refused (the HTTP status and one line), or None."""
         if self.hosts is not None:
-            hosts = request.headers.get_all("Host")
+            hosts = caller.hosts
             if len(hosts) != 1 or not host_allowed(hosts[0], "localhost", allowed=self.hosts):
                 if len(hosts) != 1:
                     return 421, f"{len(hosts)} Host headers (a request has one)"
                 return 421, f"Host {hosts[0]!r} does not name this listener (--allow-host)"
-        origins = request.headers.get_all("Origin")
+        origins = caller.origins
         if len(origins) > 1:
             return 403, f"{len(origins)} Origin headers (a request has at most one)"
         if origins and origins[0] not in self.allow_origins:
             return 403, f"origin {origins[0]!r} is not allowed (--allow-origin)"
-        if self.token is not None and not self._token_ok(request):
+        if self.token is not None and not self._token_ok(caller):
             return 401, "missing or wrong token (Authorization: Bearer TOKEN or ?token=TOKEN)"
         return None
 
@@ -158,12 +175,12 @@ class Admission:
         assert self.token is not None
         return hmac.compare_digest(word.encode(), self.token.encode())
 
-    def _token_ok(self, request: Request) -> bool:
-        for value in request.headers.get_all("Authorization"):
+    def _token_ok(self, caller: Caller) -> bool:
+        for value in caller.authorizations:
             words = value.split()
             if len(words) == 2 and words[0].lower() == "bearer" and self._is_token(words[1]):
                 return True
-        query = urllib.parse.urlsplit(request.path).query
+        query = urllib.parse.urlsplit(caller.target).query
         return any(
             k == "token" and self._is_token(v)
             for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True)
@@ -196,30 +213,6 @@ def check_listen_address(host: str, token: str | None) -> None:
             f"refusing to listen on {host}, which is not loopback, without --token "
             "(clients then send Authorization: Bearer TOKEN or ?token=TOKEN)"
         )
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ServeConfig:
-    host: str = "127.0.0.1"
-    port: int = 8765
-    upstream: str | None = None
-    command: Sequence[str] | None = None
-    settings: WsSettings = dataclasses.field(default_factory=WsSettings)
-    admission: Admission = dataclasses.field(default_factory=Admission)
-    keep_secrets: bool = False
-    grace: float = 3.0
-    label: str | None = None
-    max_connections: int = DEFAULT_MAX_CONNECTIONS
-    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
-    upstream_http2: str = "auto"  # Streamable HTTP: auto, always or never (docs/http.md)
-    timeouts: Timeouts = dataclasses.field(default_factory=Timeouts)
-
-    @property
-    def settle(self) -> float:
-        """Seconds the connections get to end once the listener stops: a client the close
-        timeout to take its close, an agent ``grace`` to exit, as long again after SIGTERM
-        (half a second at least), then SIGKILL (docs/reliability.md, "Listeners")."""
-        return self.settings.close_timeout + 2 * max(self.grace, 0.5) + 1.0
 
 
 def upstream_target(upstream: str, client_target: str) -> str:
