@@ -101,7 +101,9 @@ def write_export(
         _otlp(db, capture, otel_content, output, redactor)
         return
     if fmt in ("asciicast", "patch"):  # from the frames alone: a jsonl export works too
-        from acp_proxy.cli.views import export_text, load_frames
+        from acp_proxy.cli.views import load_frames
+        from acp_proxy.reading import export_text
+        from acp_proxy.reconstruct import reconstruct
 
         frames = list(load_frames(db, capture))
         if redactor is not None:
@@ -112,7 +114,7 @@ def write_export(
             changed = sum(1 for r in done if r.sha256 is not None)
             for line in summary_lines(redactor, changed, len(frames)):
                 echo(f"acp-proxy: {line}", err=True)
-        text, warnings = export_text(db, capture, fmt, terminal, frames)
+        text, warnings = export_text(reconstruct(frames), fmt, terminal)
         for note in warnings:
             echo(f"acp-proxy: {note}", err=True)
         _write(text.encode("utf-8"), output, fmt)
