@@ -6,9 +6,10 @@ once, and every module in it has that layer. In each subsystem, the sans-I/O par
 ``core`` subpackage (``record/core/``, ``check/core/``...): values in, values out, at layer
 1, pure whatever its subsystem's layer. A module imports only from its own layer or those
 below; a pure module imports no I/O and nothing that is not pure; no module imports another
-that imports it back, and no subsystem another, directly or around a loop; and no module is
-over 400 lines nor any function over 80 (the scripted demo aside). A new module takes its
-place from the folder it is put in: there is no table of modules to forget.
+that imports it back, and no subsystem another, directly or around a loop; no module is over
+400 lines nor any function over 80 (the scripted demo aside); and no two public classes share
+a name. A new module takes its place from the folder it is put in: there is no table
+of modules to forget.
 """
 
 from __future__ import annotations
@@ -238,6 +239,28 @@ def test_the_layer_of_a_module_is_stated_here_only() -> None:
         if re.search(r"\(layer \d", p.read_text(encoding="utf-8"))
     ]
     assert stated == []
+
+
+def _class_names(sources: dict[str, str]) -> dict[str, list[str]]:
+    """Public class names defined in more than one module, with those modules."""
+    seen: dict[str, list[str]] = {}
+    for rel, source in sources.items():
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                seen.setdefault(node.name, []).append(rel)
+    return {name: rels for name, rels in seen.items() if len(rels) > 1}
+
+
+def test_no_two_classes_share_a_name() -> None:
+    """A name means one thing in the package: a reader who meets ``Message`` or ``Ending``
+    need not ask which (module-private ``_Names`` may repeat)."""
+    sources = {
+        str(p.relative_to(PKG)): p.read_text(encoding="utf-8") for p in sorted(PKG.rglob("*.py"))
+    }
+    assert _class_names(sources) == {}
+    assert _class_names({"a.py": "class M: ...", "b.py": "class M: ...\nclass _P: ..."}) == {
+        "M": ["a.py", "b.py"]
+    }
 
 
 # -- size ---------------------------------------------------------------------------------

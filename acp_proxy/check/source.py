@@ -20,7 +20,7 @@ import orjson
 from acp_proxy.check.core.checker import Checker
 from acp_proxy.check.core.findings import Finding
 from acp_proxy.errors import UsageError
-from acp_proxy.events.ending import Ending, capture_ending
+from acp_proxy.events.ending import CaptureEnd, capture_ending
 from acp_proxy.protocol.frames import Frame
 from acp_proxy.store.liveness import capture_state
 from acp_proxy.store.reader import Store, StoredFrame
@@ -38,7 +38,7 @@ class Capture:
 
     name: str
     frames: Iterator[Pair]
-    ending: Callable[[], Ending | None] = lambda: None
+    ending: Callable[[], CaptureEnd | None] = lambda: None
 
 
 def from_store(store: Store, refs: list[str], every: bool) -> Iterator[Capture]:
@@ -51,7 +51,7 @@ def from_store(store: Store, refs: list[str], every: bool) -> Iterator[Capture]:
         )
 
 
-def _stored_ending(store: Store, c: dict[str, Any]) -> Ending | None:
+def _stored_ending(store: Store, c: dict[str, Any]) -> CaptureEnd | None:
     if capture_state(c) == "recording":
         return None  # not ended: what is open may still be answered
     return capture_ending(c, store.events(c["id"]))
@@ -79,7 +79,7 @@ def from_jsonl(path: Path) -> Iterator[Capture]:
 
 def _exported_ending(
     seen: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]], uid: str
-) -> Ending | None:
+) -> CaptureEnd | None:
     """Who ended a capture of an export, from its metadata and events (read by then: they
     follow its frames)."""
     row, events = seen.get(uid, ({}, []))
@@ -162,7 +162,7 @@ def _note(
 def check_stored(
     frames: Iterable[StoredFrame],
     keep_per_rule: int | None = None,
-    ending: Ending | None = None,
+    ending: CaptureEnd | None = None,
 ) -> list[Finding]:
     """The findings of one capture's stored frames (what ``show --check`` and the HTML
     report mark); with ``keep_per_rule``, the first that many of each rule (a capture that
@@ -173,7 +173,7 @@ def check_stored(
 def checked(
     frames: Iterable[StoredFrame],
     keep_per_rule: int | None = None,
-    ending: Ending | None = None,
+    ending: CaptureEnd | None = None,
 ) -> Checker:
     """The checker after the whole capture (``ending``: who ended it): its findings, and
     ``counts`` by rule."""

@@ -24,7 +24,7 @@ T = TypeVar("T")
 __all__ = [
     "STREAMED",
     "VIEWS",
-    "Progress",
+    "ReadProgress",
     "export_text",
     "plain_frames",
     "reconstruction",
@@ -46,7 +46,7 @@ STREAMED = ("tools", "terminals", "diffs")
 """The views written item by item as they are folded (:func:`write_json_view`)."""
 
 
-class Progress(Protocol):
+class ReadProgress(Protocol):
     """Told how much of a capture has been read (the command line draws it on stderr)."""
 
     def wrap(self, items: Iterator[T]) -> Iterator[T]: ...
@@ -55,7 +55,7 @@ class Progress(Protocol):
 
 
 def plain_frames(
-    cap: OpenCapture, at: int | None = None, progress: Progress | None = None
+    cap: OpenCapture, at: int | None = None, progress: ReadProgress | None = None
 ) -> Iterator[Frame]:
     """The frames of ``cap`` (up to frame ``at``), as a fold needs them."""
     if cap.is_file:
@@ -69,7 +69,7 @@ def reconstruction(
     at: int | None = None,
     *,
     session: str | None = None,
-    progress: Progress | None = None,
+    progress: ReadProgress | None = None,
 ) -> Reconstruction:
     """What the user saw of ``cap``: at its end, or after frame ``at``; of one session and
     its children alone with ``session``."""
@@ -86,7 +86,7 @@ def write_json_view(
     at: int | None = None,
     *,
     session: str | None = None,
-    progress: Progress | None = None,
+    progress: ReadProgress | None = None,
 ) -> None:
     """One of :data:`STREAMED` as JSON to ``out``, written as it is folded
     (:func:`~acp_proxy.export.listing.write_view`)."""

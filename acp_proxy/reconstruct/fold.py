@@ -25,7 +25,7 @@ from acp_proxy.reconstruct.session import Permission, Retry, Turn
 from acp_proxy.reconstruct.terminals import TerminalEvent
 from acp_proxy.reconstruct.tools import StatusChange, apply_v1, apply_v2
 from acp_proxy.reconstruct.updates import EVERYTHING, OUTPUT_UPDATES, Fold
-from acp_proxy.reconstruct.wire import Message, Pairer
+from acp_proxy.reconstruct.wire import Pairer, RpcMessage
 
 __all__ = ["OUTPUT_UPDATES", "TERMINAL_ANSWERS", "Reconstruction", "reconstruct"]
 
@@ -57,7 +57,7 @@ def reconstruct(frames: Iterable[Frame], *, at: int | None = None) -> Reconstruc
     return r
 
 
-def _key(m: Message) -> tuple[int, str | None]:
+def _key(m: RpcMessage) -> tuple[int, str | None]:
     return (m.seq, m.id)
 
 
@@ -93,14 +93,14 @@ class Reconstruction(Fold):
         for m in self._pairer.messages(frame):
             self.take(m)
 
-    def take(self, m: Message) -> None:
+    def take(self, m: RpcMessage) -> None:
         """Fold one message (its response already paired with its request)."""
         if m.kind in ("request", "notification"):
             self._request(m)
         else:
             self._response(m)
 
-    def _request(self, m: Message) -> None:
+    def _request(self, m: RpcMessage) -> None:
         method = m.method or ""
         p = m.params
         if method == "session/update":
@@ -154,7 +154,7 @@ class Reconstruction(Fold):
                 self.replays.append(replay)
                 self._replaying[p["sessionId"]] = replay
 
-    def _response(self, m: Message) -> None:
+    def _response(self, m: RpcMessage) -> None:
         req = m.request
         if req is None:
             return
@@ -224,7 +224,7 @@ class Reconstruction(Fold):
                 s = self.session(sid, m)
                 s.set_config(r.get("configOptions"), m.seq, m.t_ns, "client")
 
-    def _replay_answered(self, req: Message, m: Message) -> None:
+    def _replay_answered(self, req: RpcMessage, m: RpcMessage) -> None:
         """The answer to a ``session/load`` or ``session/resume``: the end of its replay,
         and of its children's (§13.2)."""
         for replay in reversed(self.replays):
@@ -237,7 +237,7 @@ class Reconstruction(Fold):
 
     # -- turns (§6.2), retried prompts (§13.3) ----------------------------------------
 
-    def _prompt(self, m: Message, p: dict[str, Any]) -> None:
+    def _prompt(self, m: RpcMessage, p: dict[str, Any]) -> None:
         sid = p.get("sessionId")
         sid = sid if isinstance(sid, str) else None
         key = p.get("idempotencyKey") if self.v2 else None
@@ -257,7 +257,7 @@ class Reconstruction(Fold):
         if sid is not None:
             self._open[sid] = turn
 
-    def _prompt_answered(self, turn: Turn, m: Message, r: dict[str, Any]) -> None:
+    def _prompt_answered(self, turn: Turn, m: RpcMessage, r: dict[str, Any]) -> None:
         """v1: the response ends the turn. v2: it acknowledges (``messageId``); ``idle``
         ends it — unless it is an error, after which no idle follows."""
         error = m.body.get("error") if m.kind == "error" else None
@@ -272,7 +272,7 @@ class Reconstruction(Fold):
 
     # -- permissions (§6.4) -------------------------------------------------------------
 
-    def _permission(self, m: Message, p: dict[str, Any]) -> None:
+    def _permission(self, m: RpcMessage, p: dict[str, Any]) -> None:
         sid = m.session_id
         tool_call = p.get("toolCall") if isinstance(p.get("toolCall"), dict) else None
         subject = p.get("subject") if isinstance(p.get("subject"), dict) else None
@@ -314,7 +314,9 @@ class Reconstruction(Fold):
         if turn is not None:
             turn.permissions.append(perm)
 
-    def _permission_tool_call(self, sid: str, tcid: str, inner: dict[str, Any], m: Message) -> None:
+    def _permission_tool_call(
+        self, sid: str, tcid: str, inner: dict[str, Any], m: RpcMessage
+    ) -> None:
         """A permission's tool call is applied as an update, as a client shows it."""
         tc = self._find_tool_call((sid, tcid))
         if tc is None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from acp_proxy.record.ledger import ledger_files
 
 __all__ = [
-    "Pending",
+    "Leftovers",
     "first_segment",
     "hold_journal",
     "journal_names",
@@ -132,7 +132,7 @@ def is_locked(path: Path) -> bool:
 
 
 @dataclass(slots=True)
-class Pending:
+class Leftovers:
     """What lies beside a database that no running relay or recorder holds and nothing has
     brought in: journals (their files and bytes) and loss ledgers."""
 
@@ -160,10 +160,10 @@ class Pending:
         )
 
 
-def pending(db_path: Path) -> Pending:
+def pending(db_path: Path) -> Leftovers:
     """Journals and ledgers of ``db_path`` that nobody holds (their relay and recorder are
     gone) — the next writer of the database brings them in; until then, readers say so."""
-    out = Pending()
+    out = Leftovers()
     files = spill_files(db_path)
     for name in dict.fromkeys(journal_of(db_path, f) for f in files):
         taken = take_journal(db_path, name)  # held (shared) by a live relay or recorder?

@@ -26,7 +26,7 @@ from acp_proxy.transports.headers import redact_headers, redact_subprotocol, red
 from acp_proxy.transports.lines import FdChannel, LineEndpoint
 from acp_proxy.transports.websocket import (
     DROPPED,
-    Ending,
+    LegEnd,
     RelayClientConnection,
     WsEndpoint,
     WsSettings,
@@ -73,7 +73,7 @@ async def bridge_stdio_client(
     def on_signal(signum: int) -> None:
         stopped_by.append(signum)
         tap.event(events.Signal(signal=signal.Signals(signum).name))
-        client.interrupt(Ending(1001, "", "proxy", "shutdown", {"signal": signum}))
+        client.interrupt(LegEnd(1001, "", "proxy", "shutdown", {"signal": signum}))
 
     code = PeerError.exit_code
     try:
@@ -157,7 +157,7 @@ def _stopping_on_signals(on_signal: Callable[[int], None]) -> Iterator[None]:
             loop.remove_signal_handler(s)
 
 
-def _exit_code(up: Ending | None, stopped_by: list[int], shown: str) -> int:
+def _exit_code(up: LegEnd | None, stopped_by: list[int], shown: str) -> int:
     """How the bridge ended, from the upstream's ending: its exit status, or
     :class:`~acp_proxy.errors.PeerError` when the upstream ended it abnormally."""
     if stopped_by:

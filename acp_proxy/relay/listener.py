@@ -44,10 +44,10 @@ from acp_proxy.transports.tasks import Tasks
 from acp_proxy.transports.websocket import RelayServerConnection, WsEndpoint, open_client
 from acp_proxy.transports.ws_handover import HandOver
 
-__all__ = ["Front", "serve"]
+__all__ = ["WsFront", "serve"]
 
 
-class Front:
+class WsFront:
     """The listener's state: config, writer, and the sessions it runs."""
 
     def __init__(self, config: ServeConfig, writer: RecorderLink) -> None:
@@ -92,7 +92,7 @@ class Front:
 class _Session:
     """One client connection: one capture, one upstream connection or agent process."""
 
-    def __init__(self, front: Front, conn: RelayServerConnection, request: Request) -> None:
+    def __init__(self, front: WsFront, conn: RelayServerConnection, request: Request) -> None:
         self.front = front
         self.conn = conn
         self.request = request
@@ -338,7 +338,7 @@ async def serve(
     (:class:`acp_proxy.relay.core.admission.Admission` checks, so refusals are recorded), no
     ``Server`` header, no subprotocol of our own, the upstream's handshake inside ours."""
     check_listen_address(config.host, config.admission.token)
-    front = Front(config, writer)
+    front = WsFront(config, writer)
     hand_over = HandOver(
         front.handler,
         config.settings,

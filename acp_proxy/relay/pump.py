@@ -23,7 +23,7 @@ from acp_proxy.events import UNSET
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.link import Tap
 from acp_proxy.relay.lane import install_lane
-from acp_proxy.transports.websocket import Ended, Ending, Message, WsEndpoint
+from acp_proxy.transports.websocket import Ended, LegEnd, LegMessage, WsEndpoint
 
 __all__ = ["Endpoint", "relay"]
 
@@ -32,17 +32,17 @@ class Endpoint(Protocol):
     side: str
     line_based: bool
 
-    async def recv(self) -> Message: ...
-    async def send(self, msg: Message) -> None: ...
-    async def end(self, why: Ending) -> None: ...
+    async def recv(self) -> LegMessage: ...
+    async def send(self, msg: LegMessage) -> None: ...
+    async def end(self, why: LegEnd) -> None: ...
 
 
 # -- the relay core -----------------------------------------------------------------------
 
 
-async def relay(client: Endpoint, agent: Endpoint, tap: Tap) -> dict[str, Ending]:
+async def relay(client: Endpoint, agent: Endpoint, tap: Tap) -> dict[str, LegEnd]:
     """Pump both directions until both ends are done; returns how each side ended."""
-    endings: dict[str, Ending] = {}
+    endings: dict[str, LegEnd] = {}
     if isinstance(client, WsEndpoint) and isinstance(agent, WsEndpoint):
         _fast_lanes(client, agent, tap)
     try:
@@ -80,7 +80,7 @@ def _fast_lanes(client: WsEndpoint, agent: WsEndpoint, tap: Tap) -> None:
 
 
 async def _pump(
-    src: Endpoint, dst: Endpoint, direction: Direction, tap: Tap, endings: dict[str, Ending]
+    src: Endpoint, dst: Endpoint, direction: Direction, tap: Tap, endings: dict[str, LegEnd]
 ) -> None:
     add_newline = dst.line_based
     delivered = undelivered = newlines = 0
@@ -96,7 +96,7 @@ async def _pump(
             if deliverable:
                 deliverable = False
                 tap.event(events.TooBig(direction=direction.value, side=src.side))
-                await dst.end(Ending(1009, "message too big", "proxy", "too_big"))
+                await dst.end(LegEnd(1009, "message too big", "proxy", "too_big"))
             undelivered += 1
             continue
         tap.message(

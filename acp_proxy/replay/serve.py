@@ -27,7 +27,7 @@ from acp_proxy.errors import UsageError
 from acp_proxy.protocol.framing import LineFramer
 from acp_proxy.protocol.jsonrpc import Kind
 from acp_proxy.replay.core.agent import AgentStandIn, Emit, MatchMode
-from acp_proxy.replay.core.match import Message, parse_messages, session_of
+from acp_proxy.replay.core.match import ReplayMessage, parse_messages, session_of
 from acp_proxy.store.refs import resolve
 from acp_proxy.text.safe import visible
 from acp_proxy.transports.stdio import CHUNK, write_all
@@ -58,7 +58,7 @@ def say_on_stderr(message: str) -> None:
 class Recording:
     """A recording ready to replay: its parsed messages and where it came from."""
 
-    messages: list[Message]
+    messages: list[ReplayMessage]
     source: str
     capture: dict[str, Any] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)  # the capture's events
@@ -91,7 +91,7 @@ def load_recording(ref: str | None, db: Path, *, session: str | None = None) -> 
     return Recording(messages, source_name, capture, events)
 
 
-def select_session(messages: list[Message], session: str) -> list[Message]:
+def select_session(messages: list[ReplayMessage], session: str) -> list[ReplayMessage]:
     """The messages of one session, plus those of the connection (``initialize``, …)."""
     by_seq = {m.seq: m for m in messages}
     sessions = {session_of(m, by_seq) for m in messages} - {None}
@@ -143,7 +143,7 @@ class Pacer:
         self.last_rec = 0  # the recorded time of the last message paced
         self.anchor_live = time.monotonic_ns()
 
-    def anchor(self, recorded: Message | None) -> None:
+    def anchor(self, recorded: ReplayMessage | None) -> None:
         if recorded is not None:
             self.anchor_rec = self.last_rec = recorded.t_ns
             self.anchor_live = time.monotonic_ns()
@@ -191,7 +191,7 @@ def _summary(stand_in: AgentStandIn, say: Say) -> None:
         say("the replay ran clean")
 
 
-class Replay:
+class ReplaySession:
     """One client's replay, whatever carries it (stdio, WebSocket, Streamable HTTP): the
     stand-in, the pacing of what it sends, and the problems said so far. The transport
     hands it each message the client sent (:meth:`receive`), writes what :meth:`paced`
@@ -239,7 +239,7 @@ async def serve_stdio(
     say: Say = say_on_stderr,
 ) -> bool:
     """Be the agent on our stdin/stdout until the client closes stdin; True when clean."""
-    replay = Replay(recording, mode, timing, say)
+    replay = ReplaySession(recording, mode, timing, say)
 
     async def writer() -> None:
         async for emit in replay.paced():

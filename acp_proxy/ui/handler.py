@@ -27,7 +27,7 @@ from acp_proxy.store.numbers import INT64_MAX, parse_int
 from acp_proxy.store.reader import Store
 from acp_proxy.text.timeline import FrameFilter
 from acp_proxy.ui import api
-from acp_proxy.ui.admission import Refused, admit
+from acp_proxy.ui.admission import NotAdmitted, admit
 from acp_proxy.ui.bounded import BoundedHandler
 from acp_proxy.ui.state import UiServer
 
@@ -140,7 +140,7 @@ class Handler(BoundedHandler):
                 self._api(path[len("/api/") :], query)
             else:
                 self._static(path)
-        except Refused as e:
+        except NotAdmitted as e:
             self._error(e.status, str(e))
         except UsageError as e:
             self._error(404 if str(e).startswith("no ") else 400, str(e))

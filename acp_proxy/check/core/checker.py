@@ -28,7 +28,7 @@ from acp_proxy.check.core.framing import Framing
 from acp_proxy.check.core.rpc import Rpc
 from acp_proxy.check.core.rules import RULES
 from acp_proxy.check.core.validate import SchemaCheck
-from acp_proxy.events.ending import Ending
+from acp_proxy.events.ending import CaptureEnd
 from acp_proxy.protocol.envelopes import is_initialize, unwrap
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.protocol.jsonrpc import Info, Kind
@@ -70,7 +70,7 @@ class Checker:
     def run(
         self,
         frames: Iterable[tuple[Frame, Sequence[str]]],
-        ending: Callable[[], Ending | None] | None = None,
+        ending: Callable[[], CaptureEnd | None] | None = None,
     ) -> Checker:
         """Check a whole capture (its frames with their flags, in order); the checker, with
         every finding in :attr:`findings`. ``ending``, asked once the frames are read: who
@@ -96,7 +96,7 @@ class Checker:
             self.ctx.add("capture.incomplete", "-", f"not checked: {type(e).__name__}")
         return self._emit()
 
-    def finish(self, ending: Ending | None = None) -> list[Finding]:
+    def finish(self, ending: CaptureEnd | None = None) -> list[Finding]:
         """What the end of the capture shows: unanswered requests (``ending``: who ended
         the capture), unfinished turns."""
         ctx = self.ctx
@@ -207,7 +207,7 @@ class Checker:
 
 
 def check_frames(
-    frames: Iterable[tuple[Frame, Sequence[str]]], ending: Ending | None = None, **options: Any
+    frames: Iterable[tuple[Frame, Sequence[str]]], ending: CaptureEnd | None = None, **options: Any
 ) -> list[Finding]:
     """Every finding of one capture, in order (``ending``: who ended it)."""
     return Checker(**options).run(frames, lambda: ending).findings

@@ -14,7 +14,7 @@ from typing import Any
 
 from acp_proxy.check.core.context import SEC, Context, Request, receiver, sender
 from acp_proxy.check.core.validate import SchemaCheck
-from acp_proxy.events.ending import Ending
+from acp_proxy.events.ending import CaptureEnd
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.protocol.jsonrpc import Info, Kind
 from acp_proxy.protocol.pairing import Pairing
@@ -124,7 +124,7 @@ class Rpc:
         else:
             self.schema.error(err, side)
 
-    def finish(self, ending: Ending | None = None) -> None:
+    def finish(self, ending: CaptureEnd | None = None) -> None:
         """The requests never answered: the receiver's fault, unless the capture was ended
         by the client or the proxy first (``ending``), which cut them short."""
         cut = ending is not None and not ending.blames_agent

@@ -20,9 +20,9 @@ import orjson
 from acp_proxy.otel.core.model import parse_traceparent
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.reconstruct.fold import Reconstruction
-from acp_proxy.reconstruct.wire import Message
+from acp_proxy.reconstruct.wire import RpcMessage
 
-__all__ = ["Call", "CaptureInfo", "Context", "TraceFold", "capture_info"]
+__all__ = ["Call", "CaptureInfo", "TraceContext", "TraceFold", "capture_info"]
 
 _C2A = Direction.CLIENT_TO_AGENT
 _SETUP = ("session/new", "session/fork", "session/load", "session/resume")
@@ -87,13 +87,13 @@ class Call:
 
 
 @dataclass(slots=True)
-class Context:
+class TraceContext:
     trace_id: bytes
     parent_id: bytes
     trace_state: str | None
 
 
-def _context(params: dict[str, Any]) -> Context | None:
+def _context(params: dict[str, Any]) -> TraceContext | None:
     meta = params.get("_meta")
     if not isinstance(meta, dict):
         return None
@@ -101,7 +101,7 @@ def _context(params: dict[str, Any]) -> Context | None:
     if parsed is None:
         return None
     state = meta.get("tracestate")
-    return Context(parsed[0], parsed[1], state[:512] if isinstance(state, str) else None)
+    return TraceContext(parsed[0], parsed[1], state[:512] if isinstance(state, str) else None)
 
 
 def _len(text: Any) -> int | None:
@@ -117,10 +117,10 @@ class TraceFold(Reconstruction):
         self.calls: list[Call] = []
         self._calls: dict[tuple[int, str | None], Call] = {}
         self.usage_at: dict[int, dict[str, Any]] = {}
-        self.connection_context: Context | None = None
-        self.contexts: dict[str, Context] = {}
-        self.turn_contexts: dict[int, Context] = {}
-        self._setup_contexts: dict[tuple[int, str | None], Context] = {}
+        self.connection_context: TraceContext | None = None
+        self.contexts: dict[str, TraceContext] = {}
+        self.turn_contexts: dict[int, TraceContext] = {}
+        self._setup_contexts: dict[tuple[int, str | None], TraceContext] = {}
         self.last_t_ns = 0
         self.last_seen: dict[str, int] = {}  # session -> t_ns of its latest update
 
@@ -128,7 +128,7 @@ class TraceFold(Reconstruction):
         self.last_t_ns = max(self.last_t_ns, frame.t_ns)
         super().feed(frame)
 
-    def _request(self, m: Message) -> None:
+    def _request(self, m: RpcMessage) -> None:
         super()._request(m)
         method = m.method or ""
         p = m.params
@@ -165,7 +165,7 @@ class TraceFold(Reconstruction):
         self.calls.append(call)
         self._calls[(m.seq, m.id)] = call
 
-    def _response(self, m: Message) -> None:
+    def _response(self, m: RpcMessage) -> None:
         super()._response(m)
         req = m.request
         if req is None:

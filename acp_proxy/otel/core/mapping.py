@@ -17,9 +17,9 @@ from acp_proxy.otel.core.fold import Call, CaptureInfo, TraceFold
 from acp_proxy.otel.core.model import (
     MAX_CONTENT,
     AttrValue,
-    Event,
-    Link,
     SpanData,
+    SpanEvent,
+    SpanLink,
     attr,
     resource_attributes,
     span_id,
@@ -156,24 +156,24 @@ class _Builder(SpanTree):
         if turn.retries:  # the same prompt sent again with its idempotencyKey: one turn
             a["acp.turn.retries"] = len(turn.retries)
             for retry in turn.retries:
-                s.events.append(Event("acp.prompt_retried", self.unix(retry.t_ns)))
+                s.events.append(SpanEvent("acp.prompt_retried", self.unix(retry.t_ns)))
         wait = sum(p.wait_ns or 0 for p in turn.permissions)
         a["acp.turn.permission_wait_ms"] = round(wait / 1e6, 3)
         if turn.first_output_t_ns is not None:
             a["acp.turn.time_to_first_output_ms"] = round(
                 (turn.first_output_t_ns - turn.t_ns) / 1e6, 3
             )
-            s.events.append(Event("acp.first_output", self.unix(turn.first_output_t_ns)))
+            s.events.append(SpanEvent("acp.first_output", self.unix(turn.first_output_t_ns)))
         if turn.cancel_t_ns is not None:
-            s.events.append(Event("acp.cancel_requested", self.unix(turn.cancel_t_ns)))
+            s.events.append(SpanEvent("acp.cancel_requested", self.unix(turn.cancel_t_ns)))
         if turn.acked_seq is not None:
             call = self.calls_by_seq.get(turn.seq)
             if call is not None and call.end_t_ns is not None:
-                s.events.append(Event("acp.prompt_acknowledged", self.unix(call.end_t_ns)))
+                s.events.append(SpanEvent("acp.prompt_acknowledged", self.unix(call.end_t_ns)))
         self.usage(a, turn)
         ctx = self.r.turn_contexts.get(turn.seq)
         if ctx is not None and (ctx.trace_id, ctx.parent_id) != (t.trace_id, t.root_parent):
-            s.links.append(Link(ctx.trace_id, ctx.parent_id, ctx.trace_state))
+            s.links.append(SpanLink(ctx.trace_id, ctx.parent_id, ctx.trace_state))
         if turn.error is not None:
             mark_error(s, turn.error, self.unix(end))
         if self.content:
@@ -249,7 +249,7 @@ class _Builder(SpanTree):
         for change in tc.status_history:
             ev: dict[str, AttrValue] = {}
             put(ev, "acp.tool.status", change.status)
-            s.events.append(Event("acp.tool.status", self.unix(change.t_ns), ev))
+            s.events.append(SpanEvent("acp.tool.status", self.unix(change.t_ns), ev))
         if tc.status == "failed":
             s.status, s.status_message = "error", "failed"
         if self.content:
@@ -286,7 +286,7 @@ class _Builder(SpanTree):
         if p.wait_ns is not None:
             a["acp.permission.wait_ms"] = round(p.wait_ns / 1e6, 3)
         if p.answered_t_ns is not None:
-            s.events.append(Event("acp.permission.answered", self.unix(p.answered_t_ns)))
+            s.events.append(SpanEvent("acp.permission.answered", self.unix(p.answered_t_ns)))
         if p.error is not None:
             mark_error(s, p.error, self.unix(end))
 
@@ -328,7 +328,7 @@ class _Builder(SpanTree):
                 a[f"acp.terminal.{flag}"] = True
         for e in term.events:
             if e.kind in ("create", "exit", "kill", "release", "wait_for_exit", "cancel"):
-                s.events.append(Event(f"acp.terminal.{e.kind}", self.unix(e.t_ns)))
+                s.events.append(SpanEvent(f"acp.terminal.{e.kind}", self.unix(e.t_ns)))
         if self.content:
             put(a, "acp.terminal.output", term.text, MAX_CONTENT)
 

@@ -24,9 +24,9 @@ __all__ = [
     "MAX_CONTENT",
     "MAX_VALUE",
     "AttrValue",
-    "Event",
-    "Link",
     "SpanData",
+    "SpanEvent",
+    "SpanLink",
     "attr",
     "latest_semconv",
     "parse_traceparent",
@@ -47,14 +47,14 @@ _INT64 = 1 << 63
 
 
 @dataclass(slots=True)
-class Event:
+class SpanEvent:
     name: str
     t_ns: int  # Unix epoch nanoseconds
     attributes: dict[str, AttrValue] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
-class Link:
+class SpanLink:
     trace_id: bytes
     span_id: bytes
     trace_state: str | None = None
@@ -77,8 +77,8 @@ class SpanData:
     end_ns: int
     kind: str = "internal"
     attributes: dict[str, AttrValue] = field(default_factory=dict)
-    events: list[Event] = field(default_factory=list)
-    links: list[Link] = field(default_factory=list)
+    events: list[SpanEvent] = field(default_factory=list)
+    links: list[SpanLink] = field(default_factory=list)
     status: str = "unset"
     status_message: str = ""
     trace_state: str | None = None

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from acp_proxy.otel.core.fold import CaptureInfo, TraceFold
-from acp_proxy.otel.core.model import AttrValue, Event, SpanData, attr, span_id, trace_id
+from acp_proxy.otel.core.model import AttrValue, SpanData, SpanEvent, attr, span_id, trace_id
 from acp_proxy.reconstruct.session import Turn
 
 __all__ = [
@@ -81,7 +81,7 @@ def mark_error(span: SpanData, error: Any, t_ns: int) -> None:
     put(span.attributes, "rpc.jsonrpc.error_message", message)
     ev: dict[str, AttrValue] = {"exception.type": f"jsonrpc.error.{attr(code)}"}
     put(ev, "exception.message", message)
-    span.events.append(Event("exception", t_ns, ev))
+    span.events.append(SpanEvent("exception", t_ns, ev))
 
 
 @dataclass(slots=True)

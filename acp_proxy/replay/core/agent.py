@@ -45,9 +45,9 @@ from acp_proxy.replay.core.canonical import (
 from acp_proxy.replay.core.mapper import Mapper
 from acp_proxy.replay.core.match import (
     KeyIndex,
-    Message,
     Problem,
     Problems,
+    ReplayMessage,
     closest_request,
     live_message,
 )
@@ -69,7 +69,7 @@ class Emit:
     for (``None`` for an error we made up); ``terminated`` says whether a ``\\n`` follows."""
 
     data: bytes
-    recorded: Message | None
+    recorded: ReplayMessage | None
     terminated: bool = True
 
 
@@ -84,19 +84,21 @@ class _State:
 class AgentStandIn:
     """Feed the live client's frames to :meth:`receive`; send what it returns."""
 
-    def __init__(self, messages: Iterable[Message], mode: MatchMode = MatchMode.LENIENT) -> None:
+    def __init__(
+        self, messages: Iterable[ReplayMessage], mode: MatchMode = MatchMode.LENIENT
+    ) -> None:
         self.messages = [m for m in messages]
         self.by_seq = {m.seq: m for m in self.messages}
         self.mode = mode
         self.mapper = Mapper()
         self.problems = Problems()
-        self.last_matched: Message | None = None  # the recorded message the last input was
+        self.last_matched: ReplayMessage | None = None  # the recorded message the last input was
         self._s = _State()
         self._client = [m for m in self.messages if m.direction is C2A and m.kind != Kind.INVALID]
         self._agent = [m for m in self.messages if m.direction is A2C]
         self._schedule = Schedule(self.messages, self.by_seq, strict=mode is MatchMode.STRICT)
         self._next_client = 0  # strict: the first client message not received yet
-        self._by_method: dict[tuple[str, str | None], list[Message]] = {}
+        self._by_method: dict[tuple[str, str | None], list[ReplayMessage]] = {}
         for m in self._client:
             self._by_method.setdefault((m.kind, m.method), []).append(m)
         self._index = KeyIndex(self._client, lambda m: self._key(m.kind, m.method, m.params))
@@ -163,7 +165,7 @@ class AgentStandIn:
 
     # -- client messages -----------------------------------------------------------------
 
-    def _request(self, live: Message) -> list[Emit]:
+    def _request(self, live: ReplayMessage) -> list[Emit]:
         rec = self._match(live)
         if rec is None:
             return [self._error_reply(live)]
@@ -176,7 +178,7 @@ class AgentStandIn:
         self.mapper.learn(live.params, rec.params)
         return self._pump()
 
-    def _notification(self, live: Message) -> list[Emit]:
+    def _notification(self, live: ReplayMessage) -> list[Emit]:
         rec = self._match(live)
         if rec is None:
             closest, diffs = closest_request(live, self._candidates(live), self.mapper)
@@ -194,7 +196,7 @@ class AgentStandIn:
         self.mapper.learn(live.params, rec.params)
         return self._pump()
 
-    def _answer(self, live: Message) -> list[Emit]:
+    def _answer(self, live: ReplayMessage) -> list[Emit]:
         asked_seq = self._s.asked.pop(live.token or "", None)
         if asked_seq is None:
             self.problems.add(
@@ -223,7 +225,7 @@ class AgentStandIn:
             )
         return self._pump()
 
-    def _match(self, live: Message) -> Message | None:
+    def _match(self, live: ReplayMessage) -> ReplayMessage | None:
         if self.mode is MatchMode.STRICT:
             nxt = self._first_unreceived()
             if nxt is None or nxt.kind != live.kind:
@@ -245,11 +247,11 @@ class AgentStandIn:
             return rec
         return None
 
-    def _candidates(self, live: Message) -> list[Message]:
+    def _candidates(self, live: ReplayMessage) -> list[ReplayMessage]:
         same = self._by_method.get((live.kind, live.method), [])
         return [m for m in same if m.seq not in self._s.received]
 
-    def _first_unreceived(self) -> Message | None:
+    def _first_unreceived(self) -> ReplayMessage | None:
         while (
             self._next_client < len(self._client)
             and self._client[self._next_client].seq in self._s.received
@@ -268,12 +270,12 @@ class AgentStandIn:
             known_cwd=self.mapper.known_recorded_cwd,
         )
 
-    def _equal(self, live: Message, rec: Message) -> bool:
+    def _equal(self, live: ReplayMessage, rec: ReplayMessage) -> bool:
         if live.method != rec.method:
             return False
         return bool(self._canon(self._live_params(live)) == self._canon(rec.params))
 
-    def _live_params(self, live: Message) -> Any:
+    def _live_params(self, live: ReplayMessage) -> Any:
         """A live message's params in the recording's terms."""
         params = self.mapper.to_recorded(live.params)
         if live.method == "$/cancel_request" and isinstance(params, dict):
@@ -292,7 +294,7 @@ class AgentStandIn:
                 return self.by_seq[seq].id
         return value
 
-    def _error_reply(self, live: Message) -> Emit:
+    def _error_reply(self, live: ReplayMessage) -> Emit:
         recorded_methods = {m.method for m in self._client if m.kind == Kind.REQUEST}
         if self.mode is MatchMode.STRICT:
             nxt = self._first_unreceived()
@@ -324,7 +326,7 @@ class AgentStandIn:
         data = dump_with_id({"jsonrpc": "2.0", "id": None, "error": error}, live.token or "null")
         return Emit(data, None)
 
-    def _diff(self, live: Message, rec: Message) -> list[Difference]:
+    def _diff(self, live: ReplayMessage, rec: ReplayMessage) -> list[Difference]:
         want = self._canon({"method": rec.method, "params": rec.params})
         got = self._canon({"method": live.method, "params": self.mapper.to_recorded(live.params)})
         return differences(want, got)
@@ -335,7 +337,7 @@ class AgentStandIn:
         """Send what has become ready (``replay.order`` says what that is)."""
         return [self._emit(m) for m in self._schedule.ready()]
 
-    def _emit(self, m: Message) -> Emit:
+    def _emit(self, m: ReplayMessage) -> Emit:
         self._s.emitted.add(m.seq)
         value = m.value
         if not isinstance(value, dict):
@@ -356,6 +358,6 @@ class AgentStandIn:
             return Emit(dump(live), m, m.terminated)
         return Emit(dump_with_id(live, token), m, m.terminated)
 
-    def _waiting_for(self, m: Message) -> str:
+    def _waiting_for(self, m: ReplayMessage) -> str:
         need = sorted(self._schedule.deps[m.seq] - self._s.received)
         return ", ".join(self.by_seq[s].label() for s in need[:3]) or "nothing"

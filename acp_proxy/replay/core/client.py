@@ -35,8 +35,8 @@ from acp_proxy.replay.core.canonical import canonical, dump, dump_with_id, key_o
 from acp_proxy.replay.core.mapper import Children, Mapper
 from acp_proxy.replay.core.match import (
     KeyIndex,
-    Message,
     Problems,
+    ReplayMessage,
     closest_request,
     live_message,
     shape,
@@ -53,7 +53,7 @@ class Wait:
     """What a step waits for: the answer to ``request`` or ``ordinal`` messages of ``shape``;
     ``open`` are the recorded requests still unanswered at that point."""
 
-    recorded: Message
+    recorded: ReplayMessage
     request: int | None = None
     shape: tuple[str, ...] = ()
     ordinal: int = 0
@@ -71,7 +71,7 @@ class Step:
     """A recorded client request or notification and what it waits for."""
 
     index: int
-    message: Message
+    message: ReplayMessage
     wait: Wait | None
 
 
@@ -85,7 +85,7 @@ class ClientStandIn:
 
     def __init__(
         self,
-        messages: Iterable[Message],
+        messages: Iterable[ReplayMessage],
         *,
         cwd: tuple[str, str] | None = None,
         ignore: Iterable[tuple[str, ...]] = (),
@@ -235,7 +235,7 @@ class ClientStandIn:
     def _key(self, method: str | None, params: Any) -> bytes:
         return key_of([method, self._canon(params)])
 
-    def _answer(self, live: Message) -> bytes:
+    def _answer(self, live: ReplayMessage) -> bytes:
         token = live.token or "null"
         matches = self._index.lookup(
             self._key(live.method, self.mapper.to_recorded(live.params)), self.mapper.version
@@ -272,7 +272,7 @@ def _error(token: str, message: str) -> bytes:
     return dump_with_id({"jsonrpc": "2.0", "id": None, "error": error}, token)
 
 
-def _tail(messages: list[Message], client_eof_ns: int | None) -> Wait | None:
+def _tail(messages: list[ReplayMessage], client_eof_ns: int | None) -> Wait | None:
     """What the agent said after the client's last message, up to the client closing its
     stdin (``client_eof_ns``; all of it when unknown): the replay waits for as much before
     it closes the agent's stdin (a v2 turn ends with an idle ``state_update`` that follows
@@ -293,10 +293,10 @@ def _tail(messages: list[Message], client_eof_ns: int | None) -> Wait | None:
     return Wait(p, shape=key, ordinal=sum(1 for x in after if shape(x) == key))
 
 
-def _steps(messages: list[Message]) -> list[Step]:
+def _steps(messages: list[ReplayMessage]) -> list[Step]:
     """The recorded client requests and notifications, each with what it waits for."""
     steps: list[Step] = []
-    since: list[Message] = []  # agent messages since the previous step
+    since: list[ReplayMessage] = []  # agent messages since the previous step
     open_requests: set[int] = set()
     for m in messages:
         if m.direction is A2C:

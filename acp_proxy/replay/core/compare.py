@@ -38,8 +38,14 @@ from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Kind
 from acp_proxy.replay.core.detail import add_details, compare_detail, compare_tool_detail
 from acp_proxy.replay.core.mapper import Mapper, child_announced
-from acp_proxy.replay.core.match import Message, session_of
-from acp_proxy.replay.core.summary import Divergence, RunSummary, ToolCall, Turn, error_text
+from acp_proxy.replay.core.match import ReplayMessage, session_of
+from acp_proxy.replay.core.summary import (
+    Divergence,
+    RunSummary,
+    ToolSummary,
+    TurnSummary,
+    error_text,
+)
 
 __all__ = [
     "AMBIENT",
@@ -104,8 +110,8 @@ class _Turns:
     the turn of its ``idempotencyKey``, a child session's into its parent's."""
 
     run: RunSummary
-    current: dict[str, Turn] = field(default_factory=dict)  # session → its turn in progress
-    keyed: dict[tuple[str, str], Turn] = field(default_factory=dict)
+    current: dict[str, TurnSummary] = field(default_factory=dict)  # session → its turn in progress
+    keyed: dict[tuple[str, str], TurnSummary] = field(default_factory=dict)
     retries: set[int] = field(default_factory=set)  # seqs of retried prompts
     parents: dict[str, str] = field(default_factory=dict)  # child session → parent
     sessions: dict[str, int] = field(default_factory=dict)
@@ -117,13 +123,13 @@ class _Turns:
             self.retries.add(seq)
             return
         n = self.sessions.setdefault(sid, len(self.sessions) + 1)
-        turn = Turn(f"turn {len(self.run.turns) + 1} (session {n})")
+        turn = TurnSummary(f"turn {len(self.run.turns) + 1} (session {n})")
         self.run.turns.append(turn)
         self.current[sid] = turn
         if isinstance(key, str):
             self.keyed[(sid, key)] = turn
 
-    def of(self, sid: str | None) -> Turn:
+    def of(self, sid: str | None) -> TurnSummary:
         """The turn in progress of ``sid``, or of the nearest ancestor that has one: a
         child session's work is part of its parent's turn."""
         for _ in range(len(self.parents) + 1):
@@ -134,7 +140,7 @@ class _Turns:
 
 
 def summarise_run(
-    messages: Sequence[Message],
+    messages: Sequence[ReplayMessage],
     *,
     ignore: Sequence[tuple[str, ...]] = (),
     mapper: Mapper | None = None,
@@ -150,13 +156,13 @@ def summarise_run(
     run = RunSummary()
     run.eof_ns = client_eof_ns
     turns = _Turns(run)
-    tools: dict[str, ToolCall] = {}
+    tools: dict[str, ToolSummary] = {}
 
-    def value_of(m: Message) -> Any:
+    def value_of(m: ReplayMessage) -> Any:
         v = _strip(m.value, ignore)
         return mapper.to_recorded(v) if mapper is not None else v
 
-    def session(m: Message) -> str | None:
+    def session(m: ReplayMessage) -> str | None:
         """The session of ``m`` in the recording's terms (whatever ``ignore`` leaves out:
         the session decides which turn a message belongs to, on both sides alike)."""
         sid = session_of(m, by_seq)
@@ -190,12 +196,12 @@ def summarise_run(
 
 
 def _agent_message(
-    m: Message,
+    m: ReplayMessage,
     v: dict[str, Any],
     params: dict[str, Any],
-    turn: Turn,
+    turn: TurnSummary,
     run: RunSummary,
-    tools: dict[str, ToolCall],
+    tools: dict[str, ToolSummary],
 ) -> None:
     if m.kind == Kind.NOTIFICATION:
         _notification(m, params, turn, run, tools)
@@ -219,7 +225,11 @@ def _announce(run: RunSummary, what: str, t_ns: int) -> None:
 
 
 def _notification(
-    m: Message, params: dict[str, Any], turn: Turn, run: RunSummary, tools: dict[str, ToolCall]
+    m: ReplayMessage,
+    params: dict[str, Any],
+    turn: TurnSummary,
+    run: RunSummary,
+    tools: dict[str, ToolSummary],
 ) -> None:
     """An agent notification into its turn (or, when it is ambient, into what the run
     announced)."""
@@ -241,19 +251,21 @@ def _notification(
         _event(turn, str(m.method))
 
 
-def _event(turn: Turn, name: str) -> None:
+def _event(turn: TurnSummary, name: str) -> None:
     if name.endswith("_chunk") and turn.events and turn.events[-1] == name:
         return
     turn.events.append(name)
 
 
-def _tool(update: dict[str, Any], kind: str, tools: dict[str, ToolCall], turn: Turn) -> None:
+def _tool(
+    update: dict[str, Any], kind: str, tools: dict[str, ToolSummary], turn: TurnSummary
+) -> None:
     if kind not in ("tool_call", "tool_call_update"):
         return
     tid = str(update.get("toolCallId"))
     call = tools.get(tid)
     if call is None:
-        call = tools[tid] = ToolCall()
+        call = tools[tid] = ToolSummary()
         turn.tool_calls.append(call)
     if isinstance(update.get("title"), str):
         call.title = update["title"]
@@ -311,7 +323,7 @@ def compare(recorded: RunSummary, replayed: RunSummary) -> list[Divergence]:
         for i in range(max(len(a.tool_calls), len(b.tool_calls))):
             ta = a.tool_calls[i] if i < len(a.tool_calls) else None
             tb = b.tool_calls[i] if i < len(b.tool_calls) else None
-            name = f"tool call {i + 1} {((ta or tb) or ToolCall()).title!r}"
+            name = f"tool call {i + 1} {((ta or tb) or ToolSummary()).title!r}"
             if ta is None or tb is None:
                 out.append(Divergence(where, name, ta and ta.to_json(), tb and tb.to_json()))
                 continue

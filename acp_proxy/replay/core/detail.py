@@ -15,13 +15,13 @@ from typing import Any
 
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Kind
-from acp_proxy.replay.core.match import Message, session_of
+from acp_proxy.replay.core.match import ReplayMessage, session_of
 from acp_proxy.replay.core.summary import (
     Detail,
     Divergence,
     RunSummary,
-    ToolCall,
-    Turn,
+    ToolSummary,
+    TurnSummary,
     error_text,
     mean,
 )
@@ -55,11 +55,11 @@ def _plain(value: Any) -> Any:
 
 
 def add_details(
-    messages: Sequence[Message],
+    messages: Sequence[ReplayMessage],
     run: RunSummary,
     value_of: Any,
-    by_seq: dict[int, Message],
-    tools: dict[str, ToolCall],
+    by_seq: dict[int, ReplayMessage],
+    tools: dict[str, ToolSummary],
     retries: Collection[int] = (),
 ) -> None:
     """Give every turn of ``run`` (and its setup) a :class:`Detail` gathered from
@@ -70,7 +70,7 @@ def add_details(
     for t in run.turns:
         t.detail = Detail()
     prompts = iter(run.turns)
-    current: dict[str, Turn] = {}
+    current: dict[str, TurnSummary] = {}
     started: dict[int, int] = {}  # turn index -> t_ns of its prompt
     terminals: dict[str, dict[str, Any]] = {}
     for m in messages:
@@ -115,7 +115,7 @@ def add_details(
             item.pop("_seq", None)
 
 
-def _initialize(d: Detail, m: Message, v: dict[str, Any], params: dict[str, Any]) -> None:
+def _initialize(d: Detail, m: ReplayMessage, v: dict[str, Any], params: dict[str, Any]) -> None:
     if m.kind == Kind.REQUEST:
         d.initialize["client"] = {
             k: params.get(k) for k in ("protocolVersion", "clientCapabilities")
@@ -127,7 +127,7 @@ def _initialize(d: Detail, m: Message, v: dict[str, Any], params: dict[str, Any]
         }
 
 
-def _update(d: Detail, update: dict[str, Any], tools: dict[str, ToolCall]) -> None:
+def _update(d: Detail, update: dict[str, Any], tools: dict[str, ToolSummary]) -> None:
     kind = update.get("sessionUpdate")
     if kind == "agent_message_chunk":
         d.answer += _text_of(update.get("content"))
@@ -145,7 +145,7 @@ def _update(d: Detail, update: dict[str, Any], tools: dict[str, ToolCall]) -> No
                 call.content = _plain(update["content"])
 
 
-def _permission(d: Detail, m: Message, v: dict[str, Any], params: dict[str, Any]) -> None:
+def _permission(d: Detail, m: ReplayMessage, v: dict[str, Any], params: dict[str, Any]) -> None:
     if m.kind == Kind.REQUEST:
         tc = params.get("toolCall")
         title = tc.get("title") if isinstance(tc, dict) else None
@@ -168,10 +168,10 @@ def _permission(d: Detail, m: Message, v: dict[str, Any], params: dict[str, Any]
 
 def _terminal(
     d: Detail,
-    m: Message,
+    m: ReplayMessage,
     v: dict[str, Any],
     params: dict[str, Any],
-    by_seq: dict[int, Message],
+    by_seq: dict[int, ReplayMessage],
     terminals: dict[str, dict[str, Any]],
 ) -> None:
     if m.method == "terminal/create" and m.kind == Kind.REQUEST:
@@ -203,7 +203,7 @@ def _terminal(
                 found["exit"] = code if code is not None else status.get("signal")
 
 
-def compare_detail(a: Turn, b: Turn) -> list[Divergence]:
+def compare_detail(a: TurnSummary, b: TurnSummary) -> list[Divergence]:
     da, db = a.detail, b.detail
     assert da is not None and db is not None
     where = a.label
@@ -230,7 +230,7 @@ def compare_detail(a: Turn, b: Turn) -> list[Divergence]:
     return out
 
 
-def compare_tool_detail(a: Turn, b: Turn) -> list[Divergence]:
+def compare_tool_detail(a: TurnSummary, b: TurnSummary) -> list[Divergence]:
     out = []
     for i, (ta, tb) in enumerate(zip(a.tool_calls, b.tool_calls, strict=False)):
         name = f"tool call {i + 1} {ta.title!r}"

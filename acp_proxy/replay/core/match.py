@@ -1,6 +1,6 @@
 """Recorded and live messages, and matching one against the others (pure, sans-I/O).
 
-What belongs here: reading a capture's frames into :class:`Message` values (parsed, paired
+What belongs here: reading a capture's frames into :class:`ReplayMessage` values (parsed, paired
 with their partner by direction and id token, docs/protocol.md §1), what a message is about
 (its session, its shape), the closest recorded message to a live one, an index of recorded
 messages by their canonical key, and the :class:`Problem` records both stand-ins report.
@@ -24,9 +24,9 @@ from acp_proxy.replay.core.mapper import Mapper
 
 __all__ = [
     "KeyIndex",
-    "Message",
     "Problem",
     "Problems",
+    "ReplayMessage",
     "closest_request",
     "live_message",
     "parse_messages",
@@ -36,7 +36,7 @@ __all__ = [
 
 
 @dataclass(slots=True)
-class Message:
+class ReplayMessage:
     """One recorded (or live) frame, parsed.
 
     ``method`` of a response is the method of the request it answers; ``partner`` is the seq
@@ -83,10 +83,10 @@ class Message:
         return f"#{self.seq} {kind} {what}{ident}"
 
 
-def live_message(raw: bytes, info: Info, direction: Direction) -> Message:
+def live_message(raw: bytes, info: Info, direction: Direction) -> ReplayMessage:
     """A message from a live peer (no recorded seq or time); ``info.value`` is a dict."""
     value = info.value
-    return Message(
+    return ReplayMessage(
         seq=-1,
         direction=direction,
         t_ns=0,
@@ -101,15 +101,15 @@ def live_message(raw: bytes, info: Info, direction: Direction) -> Message:
     )
 
 
-def parse_messages(frames: Iterable[Frame]) -> list[Message]:
+def parse_messages(frames: Iterable[Frame]) -> list[ReplayMessage]:
     """Parse and pair frames (pairing key: direction of the request and id token)."""
-    out: list[Message] = []
-    pending: Pairing[Message] = Pairing()  # the one rule: direction of the request, id token
+    out: list[ReplayMessage] = []
+    pending: Pairing[ReplayMessage] = Pairing()  # the one rule: direction of the request, id token
     for f in frames:
         info = classify(f.raw)
         value = info.value if info.kind != Kind.INVALID else None
         ident = value.get("id") if isinstance(value, dict) else None
-        m = Message(
+        m = ReplayMessage(
             seq=f.seq,
             direction=f.direction,
             t_ns=f.t_ns,
@@ -134,7 +134,7 @@ def parse_messages(frames: Iterable[Frame]) -> list[Message]:
     return out
 
 
-def session_of(m: Message, by_seq: Mapping[int, Message] | None = None) -> str | None:
+def session_of(m: ReplayMessage, by_seq: Mapping[int, ReplayMessage] | None = None) -> str | None:
     """The ACP session a message belongs to (params, result, or its request's params)."""
     v = m.value
     if not isinstance(v, dict):
@@ -148,7 +148,7 @@ def session_of(m: Message, by_seq: Mapping[int, Message] | None = None) -> str |
     return None
 
 
-def shape(m: Message) -> tuple[str, ...]:
+def shape(m: ReplayMessage) -> tuple[str, ...]:
     """What kind of thing a message is, for counting "the 3rd chunk since the prompt"."""
     head: tuple[str, ...] = (m.direction.value, m.kind, m.method or "")
     if m.update_kind:
@@ -195,10 +195,10 @@ class Problems(list[Problem]):
 
 
 def closest_request(
-    live: Message, recorded: list[Message], mapper: Mapper
-) -> tuple[Message | None, list[Difference]]:
+    live: ReplayMessage, recorded: list[ReplayMessage], mapper: Mapper
+) -> tuple[ReplayMessage | None, list[Difference]]:
     """The recorded message most like ``live`` (same method first, fewest differences)."""
-    best: tuple[int, Message, list[Difference]] | None = None
+    best: tuple[int, ReplayMessage, list[Difference]] | None = None
     known_cwd = mapper.known_recorded_cwd
     same = [m for m in recorded if m.method == live.method]
     for m in same or recorded:
@@ -219,13 +219,15 @@ class KeyIndex:
     """Recorded messages by canonical key, rebuilt when the mapper learns something new, so
     matching a live message costs one lookup rather than a scan of the recording."""
 
-    def __init__(self, messages: Iterable[Message], key: Callable[[Message], bytes]) -> None:
+    def __init__(
+        self, messages: Iterable[ReplayMessage], key: Callable[[ReplayMessage], bytes]
+    ) -> None:
         self._messages = list(messages)
         self._key = key
         self._version = -1
-        self._index: dict[bytes, list[Message]] = {}
+        self._index: dict[bytes, list[ReplayMessage]] = {}
 
-    def lookup(self, key: bytes, version: int) -> list[Message]:
+    def lookup(self, key: bytes, version: int) -> list[ReplayMessage]:
         """The recorded messages with this key, in recorded order."""
         if version != self._version:
             self._index = {}

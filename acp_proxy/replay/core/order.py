@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Kind
 from acp_proxy.replay.core.mapper import children_of
-from acp_proxy.replay.core.match import Message, session_of
+from acp_proxy.replay.core.match import ReplayMessage, session_of
 
 __all__ = ["Schedule"]
 
@@ -30,7 +30,7 @@ class Schedule:
     """The recorded agent messages, released as what they wait for is received."""
 
     def __init__(
-        self, messages: list[Message], by_seq: Mapping[int, Message], *, strict: bool
+        self, messages: list[ReplayMessage], by_seq: Mapping[int, ReplayMessage], *, strict: bool
     ) -> None:
         self.by_seq = by_seq
         self.strict = strict
@@ -52,11 +52,11 @@ class Schedule:
             if self._missing[waiting] == 0:
                 heapq.heappush(self._ready_heap, waiting)
 
-    def ready(self) -> list[Message]:
+    def ready(self) -> list[ReplayMessage]:
         """What may go now: in lenient mode every agent message whose inputs all came, in
         recorded order (one waiting on its own input holds no one else); in strict mode the
         recorded order itself, up to the first message still waiting."""
-        out: list[Message] = []
+        out: list[ReplayMessage] = []
         if self.strict:
             while self._next_agent < len(self.agent):
                 m = self.agent[self._next_agent]
@@ -71,11 +71,11 @@ class Schedule:
 
 
 def _dependencies(
-    messages: list[Message], by_seq: Mapping[int, Message], strict: bool
+    messages: list[ReplayMessage], by_seq: Mapping[int, ReplayMessage], strict: bool
 ) -> dict[int, frozenset[int]]:
     """For each recorded agent message, the recorded client messages it waits for."""
     deps: dict[int, frozenset[int]] = {}
-    before: list[Message] = []
+    before: list[ReplayMessage] = []
     parents = {c: p for p, kids in children_of(m.value for m in messages).items() for c in kids}
 
     def root(sid: str | None) -> str | None:

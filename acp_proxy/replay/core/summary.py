@@ -1,7 +1,7 @@
 """What a comparison of two runs speaks in (pure, sans-I/O).
 
 What belongs here: the summary of a run (:class:`RunSummary`: its setup and its turns,
-each a :class:`Turn` with its events, :class:`ToolCall` values, stop reason and errors,
+each a :class:`TurnSummary` with its events, :class:`ToolSummary` values, stop reason and errors,
 and with ``detail`` a :class:`Detail` of the facets ``acp-proxy diff`` adds), one
 difference between two runs (:class:`Divergence`) and how they are written in a line.
 Building summaries is :mod:`.compare`'s and :mod:`.detail`'s.
@@ -14,11 +14,11 @@ from typing import Any
 
 from acp_proxy.replay.core.canonical import dump
 
-__all__ = ["Detail", "Divergence", "RunSummary", "ToolCall", "Turn", "error_text", "mean"]
+__all__ = ["Detail", "Divergence", "RunSummary", "ToolSummary", "TurnSummary", "error_text", "mean"]
 
 
 @dataclass(slots=True)
-class ToolCall:
+class ToolSummary:
     title: str | None = None
     kind: str | None = None
     statuses: list[str] = field(default_factory=list)
@@ -34,10 +34,10 @@ class ToolCall:
 
 
 @dataclass(slots=True)
-class Turn:
+class TurnSummary:
     label: str
     events: list[str] = field(default_factory=list)
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_calls: list[ToolSummary] = field(default_factory=list)
     stop_reason: str | None = None
     errors: list[str] = field(default_factory=list)
     detail: Detail | None = None
@@ -69,8 +69,8 @@ class Turn:
 
 @dataclass(slots=True)
 class RunSummary:
-    setup: Turn = field(default_factory=lambda: Turn("setup"))
-    turns: list[Turn] = field(default_factory=list)
+    setup: TurnSummary = field(default_factory=lambda: TurnSummary("setup"))
+    turns: list[TurnSummary] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
     announced: set[str] = field(default_factory=set)  # ambient kinds, in no particular place
     announced_late: set[str] = field(default_factory=set)  # after the client's end: a race

@@ -19,7 +19,7 @@ from acp_proxy.protocol.pairing import Pairing
 
 
 @dataclass(slots=True)
-class Message:
+class MessageFacts:
     """One message of a frame, as far as redaction needs to know it."""
 
     method: str | None = None
@@ -37,20 +37,22 @@ _AUTH_KEEP = frozenset({"methodId", "type", "sessionId", "jsonrpc", "id", "metho
 _CHUNK_TEXT_KINDS = ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk")
 
 
-def contexts(frames: Sequence[Frame], scans: list[list[Leaf] | None]) -> list[dict[Path, Message]]:
+def contexts(
+    frames: Sequence[Frame], scans: list[list[Leaf] | None]
+) -> list[dict[Path, MessageFacts]]:
     """Per frame, its messages by root path (``()``, or ``(i,)`` in a batch), with the
     method (a response's from its request), update kind, session and owner."""
     pairing: Pairing[str] = Pairing()  # the request's method, "" when it has none
-    out: list[dict[Path, Message]] = []
+    out: list[dict[Path, MessageFacts]] = []
     for f, leaves in zip(frames, scans, strict=True):
         if leaves is None:  # not JSON: a null-id error from the other side answers it
             pairing.unreadable(f.direction, "")
-        msgs: dict[Path, Message] = {}
+        msgs: dict[Path, MessageFacts] = {}
         for leaf in leaves or ():
             if leaf.key:
                 continue
             root, rel = split(leaf.path)
-            m = msgs.setdefault(root, Message())
+            m = msgs.setdefault(root, MessageFacts())
             value = f.raw[leaf.start : leaf.end]
             if rel == ("method",):
                 m.has_method = True
@@ -86,7 +88,7 @@ def contexts(frames: Sequence[Frame], scans: list[list[Leaf] | None]) -> list[di
 
 def whole_rule(
     path: Path,
-    msgs: dict[Path, Message],
+    msgs: dict[Path, MessageFacts],
     leaves: list[Leaf],
     raw: bytes,
     rules: Rules,
@@ -95,7 +97,7 @@ def whole_rule(
     """The rule that redacts the whole string at ``path`` for where it is, or None when
     only the shapes and known secrets inside it are replaced."""
     root, rel = split(path)
-    m = msgs.get(root) or Message()
+    m = msgs.get(root) or MessageFacts()
     keys = [p for p in rel if isinstance(p, str)]
     if not keys:
         return None
@@ -140,7 +142,7 @@ def _sibling_secret_name(path: Path, leaves: list[Leaf], raw: bytes) -> bool:
     return False
 
 
-def _is_file_content(rel: Path, method: str, m: Message) -> bool:
+def _is_file_content(rel: Path, method: str, m: MessageFacts) -> bool:
     keys = [p for p in rel if isinstance(p, str)]
     if method == "fs/read_text_file" and rel == ("result", "content"):
         return True
@@ -153,7 +155,7 @@ def _is_file_content(rel: Path, method: str, m: Message) -> bool:
     return "resource" in keys and keys[-1] in ("text", "blob")
 
 
-def _is_text(rel: Path, method: str, m: Message) -> bool:
+def _is_text(rel: Path, method: str, m: MessageFacts) -> bool:
     keys = [p for p in rel if isinstance(p, str)]
     if not keys or keys[-1] not in ("text", "content", "title", "thought"):
         return False

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from acp_proxy.errors import UsageError
-from acp_proxy.export.core.redact.messages import Message, contexts, split, whole_rule
+from acp_proxy.export.core.redact.messages import MessageFacts, contexts, split, whole_rule
 from acp_proxy.export.core.redact.rules import CLASSES, HOME_SHAPES, SHAPES, Rules, Shape
 from acp_proxy.export.core.redact.scan import Leaf, Path, decode, raw_span, scan
 from acp_proxy.protocol.frames import Frame
@@ -241,7 +241,7 @@ class Redactor:
         self,
         frames: Sequence[Frame],
         scans: list[list[Leaf] | None],
-        messages: list[dict[Path, Message]],
+        messages: list[dict[Path, MessageFacts]],
         whole: list[dict[int, str]],
         edits: list[list[tuple[int, int, bytes, str]]],
     ) -> set[tuple[int, int]]:
