@@ -70,7 +70,8 @@ def test_an_error_is_one_line_and_its_status(tmp_path: Path) -> None:
     missing = runner.invoke(main, ["show", "--db", str(tmp_path / "none.sqlite")])
     assert missing.exit_code == errors.StoreError.exit_code
     assert missing.output.count("\n") == 1 and missing.output.startswith("acp-proxy: error: ")
-    bad = runner.invoke(main, ["replay", "client", "recordings/demo-v1.jsonl", "--timeout", "0",
-                               "--", "true"])  # fmt: skip
+    bad = runner.invoke(main, ["replay", "client", "recordings/demo-v1.jsonl"])
     assert bad.exit_code == errors.UsageError.exit_code
-    assert bad.output == "acp-proxy: error: --timeout must be more than zero seconds\n"
+    assert bad.output == (
+        "acp-proxy: error: no agent command given (usage: acp-proxy replay client -- CMD ...)\n"
+    )

@@ -23,7 +23,8 @@ PKG = PACKAGE
 
 # The layer of each subsystem. A new subsystem fails the test until it is placed here.
 LAYERS = {
-    # the vocabulary everything speaks
+    # the vocabulary everything speaks, and the garbage collector's one switch
+    "collector": 0,
     "errors": 0,
     "events": 0,
     "sgr": 0,
@@ -52,7 +53,7 @@ LAYERS = {
 CORE = "core"  # the name of a subsystem's sans-I/O subpackage
 CORE_LAYER = 1
 # Subsystems without I/O all through (the others keep theirs out of core/).
-PURE = frozenset({"errors", "events", "sgr", "protocol", "reconstruct"})
+PURE = frozenset({"collector", "errors", "events", "sgr", "protocol", "reconstruct"})
 IO_MODULES = {
     "asyncio",
     "sqlite3",
@@ -60,7 +61,6 @@ IO_MODULES = {
     "socket",
     "click",
     "websockets",
-    "sqlite_utils",
     "threading",
 }
 

@@ -13,7 +13,7 @@ import contextlib
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -34,6 +34,7 @@ __all__ = [
     "Progress",
     "Seconds",
     "after_dash_dash",
+    "agent_command",
     "db_path",
     "dump_json",
     "echo",
@@ -190,13 +191,14 @@ class Int(click.ParamType[int, Any]):
 
 
 class Seconds(click.ParamType[float, Any]):
-    """A number of seconds, more than zero and at most ``maximum``: as :class:`Int`, a value
-    out of range is one line on stderr and exit 2."""
+    """A number of seconds, more than zero (``zero``: or zero) and at most ``maximum``: as
+    :class:`Int`, a value out of range is one line on stderr and exit 2."""
 
     name = "seconds"
 
-    def __init__(self, maximum: float = 86400.0) -> None:
+    def __init__(self, maximum: float = 86400.0, *, zero: bool = False) -> None:
         self.maximum = maximum
+        self.zero = zero
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
@@ -208,7 +210,9 @@ class Seconds(click.ParamType[float, Any]):
             seconds = float(str(value))
         except ValueError:
             raise UsageError(f"{name} takes a number of seconds, not {str(value)[:40]!r}") from None
-        if not 0 < seconds <= self.maximum:  # (nan is neither)
+        if self.zero and not 0 <= seconds <= self.maximum:  # (nan is neither)
+            raise UsageError(f"{name} takes 0 or more seconds, at most {self.maximum:g}")
+        if not self.zero and not 0 < seconds <= self.maximum:
             raise UsageError(f"{name} takes more than 0 seconds, at most {self.maximum:g}")
         return seconds
 
@@ -260,6 +264,18 @@ def after_dash_dash() -> list[str] | None:
     """The words after ``--`` of the running :class:`DashDashCommand` (None: no ``--``)."""
     words = click.get_current_context().meta.get("after_dash_dash")
     return None if words is None else list(words)
+
+
+def agent_command(words: Sequence[str]) -> list[str]:
+    """The agent command of ``record`` and ``ws`` (their last argument takes every word
+    left): the words after ``--``, or all of them when it was left out — but never one of
+    our options, mistyped, taken for a program."""
+    argv = list(words)
+    if argv and argv[0] == "--":
+        return argv[1:]
+    if argv and argv[0].startswith("-"):
+        raise UsageError(f"no such option: {argv[0]} (the agent command goes after --)")
+    return argv
 
 
 GROUP_DB_KEY = "acp_proxy.db"  # where a group's --db is kept (cli/options.py)
@@ -317,8 +333,3 @@ def open_store(db: Path | None) -> Store:
 def dump_json(v: Any, *, indent: bool = True) -> None:
     """Print ``v`` as JSON (C1 controls escaped too: :func:`~acp_proxy.text.safe.json_visible`)."""
     click.echo(json_bytes(v, indent=indent))
-
-
-def check_at(at: int | None) -> None:
-    if at is not None and at < 0:
-        raise UsageError("--at takes a frame number (seq) of zero or more")

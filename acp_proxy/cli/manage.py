@@ -99,7 +99,7 @@ def prune(db: Path | None, older: str, vacuum: bool, dry_run: bool) -> None:
     # the format captures are stored in (milliseconds, Z): compared as text, a cutoff cut
     # at the second would miss what started within that second
     stamp = cutoff.strftime("%Y-%m-%dT%H:%M:%S.") + f"{cutoff.microsecond // 1000:03d}Z"
-    found = list(store.db.query("SELECT * FROM captures WHERE started_at < ? ORDER BY id", [stamp]))
+    found = store.dicts("SELECT * FROM captures WHERE started_at < ? ORDER BY id", [stamp])
     if not found:
         echo(f"no captures started before {stamp.replace('T', ' ')} UTC", err=True)
     frames = _delete(store, conn, found, dry_run)

@@ -15,7 +15,7 @@ import click
 import orjson
 
 from acp_proxy import __version__
-from acp_proxy.cli.common import CONTEXT, echo, open_store
+from acp_proxy.cli.common import CONTEXT, Seconds, echo, open_store
 from acp_proxy.cli.options import db_option, group_db_option
 from acp_proxy.errors import LocalError, UsageError
 from acp_proxy.otel.core.fold import CaptureInfo
@@ -149,7 +149,7 @@ def otel() -> None:
 )
 @click.option(
     "--timeout",
-    type=float,
+    type=Seconds(),
     default=30.0,
     show_default=True,
     help="Seconds to wait for the endpoint to take everything.",
@@ -175,8 +175,6 @@ def push(
     require()
     if all_ and captures:
         raise UsageError("give captures or --all, not both")
-    if timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
     warnings: list[str] = []
     sender = Sender(traces_endpoint(endpoint), version=__version__, warn=warnings.append,
                     queue=1 << 30, timeout=timeout)  # fmt: skip

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_path
+from acp_proxy.cli.common import CONTEXT, agent_command, db_path
 from acp_proxy.cli.exits import relaying
-from acp_proxy.cli.options import db_option
+from acp_proxy.cli.options import db_option, grace_option
 from acp_proxy.cli.otel import live_recorder_env, otel_options
 from acp_proxy.errors import UsageError
 
@@ -42,13 +42,7 @@ __all__ = ["record"]
     help="With --upstream: store every header and query parameter value of the upgrade as "
     "sent, not redacted.",
 )
-@click.option(
-    "--grace",
-    type=float,
-    default=3.0,
-    show_default=True,
-    help="Seconds to wait after the client closes stdin before terminating the agent.",
-)
+@grace_option("Seconds to wait after the client closes stdin before terminating the agent.")
 @click.option(
     "--check",
     "live_check",
@@ -86,11 +80,7 @@ def record(
     from acp_proxy.relay import tune_relay_process
     from acp_proxy.relay.stdio import record_stdio
 
-    argv = list(command)
-    if argv and argv[0] == "--":
-        argv = argv[1:]
-    elif argv and argv[0].startswith("-"):
-        raise UsageError(f"no such option: {argv[0]} (the agent command goes after --)")
+    argv = agent_command(command)
     recorder_env = live_recorder_env(otlp_endpoint, otel_content)
     db = db_path(db, relaying=True)
     if upstream is not None:
@@ -118,8 +108,6 @@ def record(
         raise UsageError("--keep-secrets goes with --upstream")
     if not argv:
         raise UsageError("no agent command given (usage: acp-proxy record -- CMD ...)")
-    if grace < 0:
-        raise UsageError("--grace must be zero or more seconds")
     relaying()
     tune_relay_process()
     voice = _LiveCheck(db) if live_check else None

@@ -13,6 +13,7 @@ import click
 from acp_proxy.cli.common import (
     CONTEXT,
     DashDashCommand,
+    Seconds,
     after_dash_dash,
     db_path,
     dump_json,
@@ -106,20 +107,19 @@ def replay_agent(
 
     if keep_serving and listen is None:
         raise UsageError("--keep-serving goes with --listen")
-    relaying()
     pace = Timing.parse(timing, max_gap)
+    address = parse_listen(listen) if listen is not None else None
     recording = load_recording(capture, db_path(db), session=session)
     mode = MatchMode(match)
-    if listen is not None:
-        host, port = parse_listen(listen)
-        timeouts = timeouts_of(head_timeout, body_timeout, idle_timeout)
-        limits = Limits(timeouts, frozenset(allow_hosts))
+    relaying()
+    if address is not None:
+        limits = Limits(timeouts_of(head_timeout, body_timeout, idle_timeout),
+                        frozenset(allow_hosts))  # fmt: skip
         try:
             ok = asyncio.run(
                 serve_listen(
                     recording,
-                    host,
-                    port,
+                    *address,
                     mode=mode,
                     timing=pace,
                     keep_serving=keep_serving,
@@ -148,7 +148,7 @@ def replay_agent(
 )
 @click.option(
     "--timeout",
-    type=float,
+    type=Seconds(),
     default=30.0,
     show_default=True,
     help="Seconds to wait for the agent to reach each recorded point.",
@@ -189,8 +189,6 @@ def replay_client(
     argv = after_dash_dash() or []
     if not argv:
         raise UsageError("no agent command given (usage: acp-proxy replay client -- CMD ...)")
-    if timeout <= 0:
-        raise UsageError("--timeout must be more than zero seconds")
     if cwd is not None:
         cwd = expand_path(cwd)
         if not cwd.is_dir():

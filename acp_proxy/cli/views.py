@@ -20,7 +20,6 @@ from acp_proxy.cli.common import (
     CaptureCommand,
     Int,
     Progress,
-    check_at,
     colour_on,
     db_path,
     dump_json,
@@ -80,7 +79,7 @@ def at_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--at",
         "at",
-        type=Int(),
+        type=Int(minimum=0),
         default=None,
         metavar="SEQ",
         help="Show the state after frame SEQ (as the user saw it then).",
@@ -97,7 +96,6 @@ def _view(name: str, doc: str, to_lines: Callable[..., Any]) -> click.Command:
     def command(
         db: Path | None, as_json: bool, at: int | None, capture: str | None, no_pager: bool
     ) -> None:
-        check_at(at)
         with open_capture(db_path(db), capture) as cap:
             if as_json:
                 _print_json_view(cap, name, at, None)
@@ -138,7 +136,6 @@ def print_view(
     }
     if view not in VIEWS:
         raise UsageError(f"no view {view!r} (choose from {', '.join(SHOW_VIEWS)})")
-    check_at(at)
     with open_capture(db_path(db), capture) as cap:
         if as_json and view in STREAMED:
             _print_json_view(cap, view, at, session)

@@ -42,10 +42,8 @@ def run_demo(db: Path) -> int:
         raise LocalError(f"the demo session did not go as expected (client exit {code})")
     store = Store(db)
     try:
-        rows = list(
-            store.db.query(
-                "SELECT id FROM captures WHERE proxy_pid = ? ORDER BY id DESC LIMIT 1", [proxy_pid]
-            )
+        rows = store.dicts(
+            "SELECT id FROM captures WHERE proxy_pid = ? ORDER BY id DESC LIMIT 1", [proxy_pid]
         )
     finally:
         store.close()

@@ -12,10 +12,10 @@ turn, who owns a terminal).
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable
 from typing import Any
 
+from acp_proxy import collector
 from acp_proxy.protocol.envelopes import MCP_METHODS, is_initialize
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.protocol.jsonrpc import id_token
@@ -38,22 +38,15 @@ TERMINAL_ANSWERS = frozenset({"terminal/output", "terminal/wait_for_exit"})
 def reconstruct(frames: Iterable[Frame], *, at: int | None = None) -> Reconstruction:
     """Fold ``frames`` (in ``seq`` order); with ``at``, stop after the frame numbered ``at``.
 
-    The cyclic garbage collector is paused meanwhile: the fold allocates millions of small
-    containers and makes no cycles, and on a large capture repeated collections of the
-    growing heap cost a fifth of the time or more (``bench/bench_reconstruct.py``).
+    The cyclic garbage collector is paused meanwhile (:func:`acp_proxy.collector.paused`:
+    the fold makes no cycles).
     """
     r = Reconstruction()
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
+    with collector.paused():
         for frame in frames:
             if at is not None and frame.seq > at:
                 break
             r.feed(frame)
-    finally:
-        if paused:
-            gc.enable()
     return r
 
 

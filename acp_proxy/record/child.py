@@ -22,7 +22,6 @@ the environment and the warning channel and returns the observer, or None.
 from __future__ import annotations
 
 import contextlib
-import gc
 import importlib
 import os
 import signal
@@ -32,9 +31,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
+from acp_proxy import collector
 from acp_proxy.record.core.rows import Row
 from acp_proxy.record.recorder import Recorder
 from acp_proxy.store.db import now_iso
+from acp_proxy.transports.signals import STOP_SIGNALS
 
 __all__ = ["OBSERVER_ENV", "Observer", "main"]
 
@@ -54,13 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         print("usage: python -m acp_proxy.record.child DB JOURNAL", file=sys.stderr)
         return 2
-    for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGXFSZ):
+    for s in (*STOP_SIGNALS, signal.SIGXFSZ):
         signal.signal(s, signal.SIG_IGN)
-    # Batches are many short-lived objects and no cycles: the cyclic collector only
-    # costs here (a third of the time at 200 B frames). The recorder runs it itself when
-    # idle, for the rare cycle (an exception's traceback, say).
-    gc.freeze()
-    gc.disable()
+    collector.for_recording()  # the recorder collects by itself when idle
     # Forward first, record second, in CPU time too: when the machine is busy (a flood),
     # the relay and its peers run first; the journal holds what the recorder has not read.
     with contextlib.suppress(OSError):

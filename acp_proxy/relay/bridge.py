@@ -9,12 +9,9 @@ the signals that stop us, and how it ended: an exit status, or the upstream's fa
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 
 from websockets.exceptions import InvalidStatus, WebSocketException
 
@@ -24,6 +21,7 @@ from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.relay.pump import relay
 from acp_proxy.transports.headers import redact_headers, redact_subprotocol, redact_url
 from acp_proxy.transports.lines import FdChannel, LineEndpoint
+from acp_proxy.transports.signals import on_stop_signals
 from acp_proxy.transports.websocket import (
     DROPPED,
     LegEnd,
@@ -77,7 +75,7 @@ async def bridge_stdio_client(
 
     code = PeerError.exit_code
     try:
-        with _stopping_on_signals(on_signal):
+        with on_stop_signals(on_signal):
             endings = await relay(client, WsEndpoint(conn, "upstream"), tap)
             code = _exit_code(endings.get("upstream"), stopped_by, shown)
     finally:
@@ -138,23 +136,6 @@ def _handshake_event(
             handshake_ms=round((time.monotonic_ns() - started) / 1e6, 3),
         )
     )
-
-
-@contextlib.contextmanager
-def _stopping_on_signals(on_signal: Callable[[int], None]) -> Iterator[None]:
-    """SIGINT, SIGTERM and SIGHUP call ``on_signal`` while inside (in the main thread only:
-    the event loop can install handlers nowhere else)."""
-    loop = asyncio.get_running_loop()
-    installed = []
-    if threading.current_thread() is threading.main_thread():
-        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(s, on_signal, int(s))
-            installed.append(s)
-    try:
-        yield
-    finally:
-        for s in installed:
-            loop.remove_signal_handler(s)
 
 
 def _exit_code(up: LegEnd | None, stopped_by: list[int], shown: str) -> int:

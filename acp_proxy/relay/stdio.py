@@ -34,15 +34,14 @@ from acp_proxy.protocol.frames import Direction
 from acp_proxy.record import chain
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.transports.process import AgentProcess
+from acp_proxy.transports.signals import STOP_SIGNALS
 from acp_proxy.transports.stdio import pump, widen_pipe
 
 __all__ = ["DEFAULT_GRACE", "record_stdio"]
 
 DEFAULT_GRACE = 3.0
 _FORWARDED_SIGNALS = (
-    signal.SIGINT,
-    signal.SIGTERM,
-    signal.SIGHUP,
+    *STOP_SIGNALS,
     signal.SIGQUIT,
     signal.SIGUSR1,
     signal.SIGUSR2,

@@ -14,7 +14,6 @@ Over stdio nothing but protocol bytes reaches stdout; diagnostics go to stderr.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
 import sys
 import time
@@ -26,6 +25,7 @@ from typing import Any
 from acp_proxy.errors import UsageError
 from acp_proxy.protocol.framing import LineFramer
 from acp_proxy.protocol.jsonrpc import Kind
+from acp_proxy.relay.core.admission import is_loopback, listen_address
 from acp_proxy.replay.core.agent import AgentStandIn, Emit, MatchMode
 from acp_proxy.replay.core.match import ReplayMessage, parse_messages, session_of
 from acp_proxy.store.refs import resolve
@@ -271,16 +271,10 @@ async def serve_stdio(
 
 
 def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` on a loopback address (docs/design.md principle 6)."""
-    host, sep, port = text.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not port.isdigit():
-        raise UsageError(f"--listen wants HOST:PORT, like 127.0.0.1:8765, not {text!r}")
-    if host != "localhost":
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
-            raise UsageError(f"replay listens on loopback addresses only, not {host!r}")
-    return host, int(port)
+    """``--listen HOST:PORT`` as every listener reads it, on a loopback address only: a
+    replay answers with what was recorded, so it has no token and no other address
+    (docs/design.md principle 6)."""
+    host, port = listen_address(text)
+    if not is_loopback(host):
+        raise UsageError(f"replay listens on loopback addresses only, not {host!r}")
+    return host, port

@@ -345,7 +345,7 @@ class Handler(BoundedHandler):
     @staticmethod
     def _changes(store: Store, seen: dict[int, Any]) -> list[dict[str, Any]]:
         changed = []
-        for c in store.db.query("SELECT * FROM captures"):
+        for c in store.dicts("SELECT * FROM captures"):
             row = api.capture_row_live(c)
             key = (row["messages"], row["status"], row["state"], row["label"], row["duration_s"])
             if seen.get(c["id"]) != key:

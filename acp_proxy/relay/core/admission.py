@@ -34,6 +34,7 @@ __all__ = [
     "hosts_for",
     "is_loopback",
     "is_wildcard",
+    "listen_address",
     "upstream_target",
 ]
 
@@ -198,17 +199,22 @@ class Admission:
         return self.token is not None and self._is_token(value)
 
 
+def listen_address(text: str) -> tuple[str, int]:
+    """``--listen HOST:PORT``, as every listener takes it: a name or an address (an IPv6
+    one in brackets or not), ``127.0.0.1`` when only ``:PORT`` is given, a port up to 65535
+    (0: any free port)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit():
+        raise UsageError(f"--listen wants HOST:PORT (e.g. 127.0.0.1:8765), not {text!r}")
+    n = int(port)
+    if n > 65535:
+        raise UsageError(f"--listen port {n} is out of range")
+    return host.strip("[]") or "127.0.0.1", n
+
+
 def check_listen_address(host: str, token: str | None) -> None:
     """Refuse a non-loopback listener without a token (docs/design.md principle 6)."""
-    if token:
-        return
-    if host == "localhost":
-        return
-    try:
-        loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
+    if not token and not is_loopback(host):
         raise UsageError(
             f"refusing to listen on {host}, which is not loopback, without --token "
             "(clients then send Authorization: Bearer TOKEN or ?token=TOKEN)"
