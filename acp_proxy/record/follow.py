@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from acp_proxy.record.core.wire import HEADER_SIZE, Record, RecordReader, Type
-from acp_proxy.record.journal import position, segment_path, split_position
+from acp_proxy.record.journal import position, split_position
+from acp_proxy.record.spill import segment_path
 
 __all__ = ["JournalReader"]
 

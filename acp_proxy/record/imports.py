@@ -21,8 +21,8 @@ from acp_proxy.record import spill
 from acp_proxy.record.core.machine import Core
 from acp_proxy.record.core.rows import CaptureFields, FrameRow, GapRow, OpenRow, Row
 from acp_proxy.record.follow import JournalReader
-from acp_proxy.record.journal import segment_path
 from acp_proxy.record.ledger import LedgerContent, ledger_files, read_ledger
+from acp_proxy.record.spill import segment_path
 from acp_proxy.record.sqlite import Database
 from acp_proxy.store import liveness
 from acp_proxy.store.db import now_iso

@@ -33,8 +33,8 @@ from acp_proxy.record.core.state import Resume
 from acp_proxy.record.core.wire import Record
 from acp_proxy.record.follow import JournalReader
 from acp_proxy.record.imports import import_ledger, import_spills
-from acp_proxy.record.journal import segment_path
 from acp_proxy.record.ledger import ledger_files
+from acp_proxy.record.spill import segment_path
 from acp_proxy.record.sqlite import Database
 from acp_proxy.store import liveness
 from acp_proxy.store.db import now_iso

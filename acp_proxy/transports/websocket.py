@@ -215,8 +215,9 @@ class GuardedServerConnection(StallGuard, ServerConnection):
 
 class _Relaying(Connection):
     """What both legs' connections add: each message's opcode remembered
-    (``recv(decode=False)`` gives bytes for both), forwarding on a :class:`FastLane`, and
-    hooks run when writing may resume."""
+    (``recv(decode=False)`` gives bytes for both), the :class:`Lane` a relay may install to
+    see each frame first (the relay's is ``relay/lane.py``), and hooks run when writing may
+    resume."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -1,8 +1,10 @@
 """The records a relaying process sends its recorder, and how they are read (pure, sans-I/O).
 
 What belongs here: the one definition of the byte format that carries traffic from a relay
-to its recorder process — through a pipe, and in the spill files that hold what could not
-be written to the database yet. Nothing here does I/O.
+to its recorder process: the records of the journal's segment files, which the relay
+appends and the recorder follows (:mod:`acp_proxy.record.journal`; a pipe only rings the
+recorder's doorbell), and which stay beside the database when they could not be written to
+it yet. Nothing here does I/O.
 
 A record is a fixed header followed by ``length`` payload bytes::
 
