@@ -4,8 +4,8 @@ What belongs here: the frames a fold needs (:func:`plain_frames`, with progress 
 they are read), the reconstruction at the end or at a frame, of one session when asked
 (:func:`reconstruction`), the JSON of each view (:data:`VIEWS`), the ``tools``,
 ``terminals`` and ``diffs`` views written as JSON item by item (:func:`write_json_view`),
-and the text of the ``asciicast`` and ``patch`` exports (:func:`export_text`). The text of
-a view for a terminal is :mod:`acp_proxy.text.views`'.
+and the text of the ``asciicast`` and ``patch`` exports (:func:`export_text`). A view's
+text for a terminal is made by :mod:`acp_proxy.text.views`.
 """
 
 from __future__ import annotations
