@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_reconstruct import _v2_turn
 
-from acp_proxy.check.core import Checker
+from acp_proxy.check.core.checker import Checker
 from acp_proxy.check.source import from_jsonl
 from acp_proxy.protocol.frames import Direction, Frame
 

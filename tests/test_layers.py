@@ -1,8 +1,15 @@
-"""The shape of the package: layers by package, pure cores, no import cycles, small modules.
+"""The shape of the package: layers by subsystem, pure cores apart, no import cycles, small
+modules.
 
-A module imports only from its own layer or those below; the pure packages never import
-I/O; no module imports another that imports it back, directly or around a loop; and no
-module is over 400 lines nor any function over 80 (the scripted demo aside).
+A subsystem is a top-level package (or module) of ``acp_proxy``; its layer is stated here,
+once, and every module in it has that layer. In each subsystem, the sans-I/O part is the
+``core`` subpackage (``record/core/``, ``check/core/``...): values in, values out, at layer
+1, pure whatever its subsystem's layer. A module imports only from its own layer or those
+below; a pure module imports no I/O and nothing that is not pure; no module imports another
+that imports it back, and no subsystem another, directly or around a loop; no module is over
+400 lines nor any function over 80 (the scripted demo aside); and no two public classes share
+a name. A new module takes its place from the folder it is put in: there is no table
+of modules to forget.
 """
 
 from __future__ import annotations
@@ -14,102 +21,42 @@ from support.paths import PACKAGE
 
 PKG = PACKAGE
 
-# The longest matching prefix of a module's dotted name (inside the package) gives its layer.
+# The layer of each subsystem. A new subsystem fails the test until it is placed here.
 LAYERS = {
+    # the vocabulary everything speaks, and the garbage collector's one switch
+    "collector": 0,
     "errors": 0,
     "events": 0,
     "sgr": 0,
     "protocol": 0,
+    # pure folds over frames (and every subsystem's core/, at this layer)
     "reconstruct": 1,
-    "replay.match": 1,
-    "replay.canonical": 1,
-    "replay.mapper": 1,
-    "replay.order": 1,
-    "replay.agent": 1,
-    "replay.client": 1,
-    "replay.compare": 1,
-    "replay.ending": 1,
-    "replay.detail": 1,
-    "replay.summary": 1,
-    "record.core": 1,
-    "record.derive": 1,
-    "record.state": 1,
-    "record.rows": 1,
-    "record.wire": 1,
-    "check": 1,
-    "check.source": 3,
-    "check.refresh": 3,
-    "check.live": 3,
-    "otel.model": 1,
-    "otel.fold": 1,
-    "otel.mapping": 1,
-    "otel.tree": 1,
-    "otel.agents": 1,
-    "otel.otlpjson": 1,
-    "export.redact": 1,
+    # storage, endpoints, recording, telemetry
     "store": 2,
     "transports": 2,
     "record": 2,
     "otel": 2,
+    # what is built on them: safe text, checks, exports, relays, replay
     "text": 3,
-    "api": 3,
-    "mcpserver": 4,
+    "check": 3,
     "export": 3,
     "relay": 3,
     "replay": 3,
-    "demo": 4,
-    "ui": 4,
-    "cli": 4,
-    "__main__": 5,
-    "pytest_plugin": 5,
+    # reading captures back, for every reader
+    "reading": 4,
+    "api": 4,
+    # the programs
+    "demo": 5,
+    "ui": 5,
+    "cli": 5,
+    "mcpserver": 5,
+    "__main__": 6,
+    "pytest_plugin": 6,
 }
-# Sans-I/O: these take values and return values.
-PURE = (
-    "errors",
-    "events",
-    "sgr",
-    "export.asciicast",
-    "export.patch",
-    "protocol",
-    "reconstruct",
-    "replay.match",
-    "replay.canonical",
-    "replay.mapper",
-    "replay.order",
-    "replay.agent",
-    "replay.client",
-    "replay.compare",
-    "replay.ending",
-    "replay.detail",
-    "replay.summary",
-    "record.core",
-    "record.derive",
-    "record.state",
-    "record.rows",
-    "record.wire",
-    "check.capabilities",
-    "check.context",
-    "check.core",
-    "check.findings",
-    "check.framing",
-    "check.lifecycle",
-    "check.report",
-    "check.rpc",
-    "check.rules",
-    "check.rules_turns",
-    "check.sessions",
-    "check.schemas",
-    "check.tools",
-    "check.turns",
-    "check.validate",
-    "otel.model",
-    "otel.fold",
-    "otel.mapping",
-    "otel.tree",
-    "otel.agents",
-    "otel.otlpjson",
-    "export.redact",
-)
+CORE = "core"  # the name of a subsystem's sans-I/O subpackage
+CORE_LAYER = 1
+# Subsystems without I/O all through (the others keep theirs out of core/).
+PURE = frozenset({"collector", "errors", "events", "sgr", "protocol", "reconstruct"})
 IO_MODULES = {
     "asyncio",
     "sqlite3",
@@ -117,26 +64,25 @@ IO_MODULES = {
     "socket",
     "click",
     "websockets",
-    "sqlite_utils",
     "threading",
 }
 
 
-def _match(module: str, table: dict[str, int] | tuple[str, ...]) -> str | None:
-    best = None
-    for name in table:
-        if (module == name or module.startswith(name + ".")) and (
-            best is None or len(name) > len(best)
-        ):
-            best = name
-    return best
+def _in_core(module: str) -> bool:
+    return CORE in module.split(".")[1:]
+
+
+def _pure(module: str) -> bool:
+    return module.split(".")[0] in PURE or _in_core(module)
 
 
 def _layer(module: str) -> int:
-    name = _match(module, LAYERS)
-    if name is None:
-        raise AssertionError(f"acp_proxy.{module} has no layer in tests/test_layers.py")
-    return LAYERS[name]
+    if _in_core(module):
+        return CORE_LAYER
+    subsystem = module.split(".")[0]
+    if subsystem not in LAYERS:
+        raise AssertionError(f"acp_proxy.{subsystem} has no layer in tests/test_layers.py")
+    return LAYERS[subsystem]
 
 
 def _modules() -> dict[str, Path]:
@@ -191,7 +137,7 @@ def test_every_module_has_a_layer_and_imports_downwards() -> None:
     problems = []
     for module, targets in _graph().items():
         own = _layer(module)
-        pure = _match(module, PURE) is not None
+        pure = _pure(module)
         for target in targets:
             if target.startswith("!"):
                 if pure and target[1:] in IO_MODULES:
@@ -199,9 +145,18 @@ def test_every_module_has_a_layer_and_imports_downwards() -> None:
                 continue
             if _layer(target) > own:
                 problems.append(f"{module} (layer {own}) imports {target} (layer {_layer(target)})")
-            if pure and _match(target, PURE) is None:
+            if pure and not _pure(target):
                 problems.append(f"{module} (pure) imports {target}, which is not pure")
     assert problems == []
+
+
+def test_a_core_is_a_package() -> None:
+    """``core`` names a subsystem's pure subpackage and nothing else (a ``core.py`` module
+    would read as one and escape the rule)."""
+    cores = [p.relative_to(PKG) for p in PKG.rglob("*.py") if p.stem == CORE]
+    assert cores == []
+    for core in PKG.glob(f"*/{CORE}"):
+        assert (core / "__init__.py").is_file(), core
 
 
 def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
@@ -247,17 +202,38 @@ def test_no_import_cycles() -> None:
     assert _cycles(_graph()) == []
 
 
+def _subsystems(graph: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The import graph between subsystems (the package's top-level packages and modules)."""
+    out: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        top = module.split(".")[0]
+        out.setdefault(top, set()).update(
+            t.split(".")[0] for t in targets if not t.startswith("!") and t.split(".")[0] != top
+        )
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def test_no_cycles_between_subsystems() -> None:
+    """No two subsystems import each other, directly or around a loop: recording does not
+    import telemetry, endpoints do not import recording, text does not import what it
+    renders above it."""
+    assert _cycles(_subsystems(_graph())) == []
+
+
 def test_the_rules_can_fail() -> None:
-    assert _layer("cli.ws") == 4 and _layer("reconstruct.tools") == 1
-    assert _layer("replay.serve") == 3 and _layer("replay.match") == 1
+    assert _layer("cli.ws") == 5 and _layer("reconstruct.tools") == 1
+    assert _layer("replay.serve") == 3 and _layer("replay.core.match") == 1
+    assert _pure("record.core.wire") and _pure("protocol.frames") and not _pure("record.tap")
+    assert not _pure("check.source") and _pure("check.core.schemas.overlay")
     assert _cycles({"a": ["b"], "b": ["c"], "c": ["a"], "d": ["a"]}) == [["a", "b", "c"]]
     graph = _graph()
-    assert "!asyncio" in graph["relay.core"]
+    assert _cycles(_subsystems({"a.x": ["b.y"], "b.y": ["b.z"], "b.z": ["a.w"]})) == [["a", "b"]]
+    assert "!asyncio" in graph["relay.pump"]
     assert "protocol.frames" in graph["reconstruct.fold"]
 
 
 def test_the_layer_of_a_module_is_stated_here_only() -> None:
-    # a module's docstring that says "(layer 2)" drifts from this table; the table rules
+    # a module's docstring that says "(layer 2)" drifts from this file; the folders rule
     import re
 
     stated = [
@@ -266,6 +242,32 @@ def test_the_layer_of_a_module_is_stated_here_only() -> None:
         if re.search(r"\(layer \d", p.read_text(encoding="utf-8"))
     ]
     assert stated == []
+
+
+def _class_names(sources: dict[str, str]) -> dict[str, list[str]]:
+    """Public class names defined in more than one module, with those modules."""
+    seen: dict[str, list[str]] = {}
+    for rel, source in sources.items():
+        for node in ast.parse(source).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                seen.setdefault(node.name, []).append(rel)
+    return {name: rels for name, rels in seen.items() if len(rels) > 1}
+
+
+def test_no_two_classes_share_a_name() -> None:
+    """A name means one thing in the package: a reader who meets ``Message`` or ``Ending``
+    need not ask which (module-private ``_Names`` may repeat). The Python API (``api/``)
+    is the exception: it names its values as users know them (``acp_proxy.api.Frame``,
+    ``Turn``), copies of the folds' own, and is read through its package name."""
+    sources = {
+        str(p.relative_to(PKG)): p.read_text(encoding="utf-8")
+        for p in sorted(PKG.rglob("*.py"))
+        if p.relative_to(PKG).parts[0] != "api"
+    }
+    assert _class_names(sources) == {}
+    assert _class_names({"a.py": "class M: ...", "b.py": "class M: ...\nclass _P: ..."}) == {
+        "M": ["a.py", "b.py"]
+    }
 
 
 # -- size ---------------------------------------------------------------------------------

@@ -198,3 +198,19 @@ def test_the_checks_can_fail() -> None:
     protocol = PROTOCOL.read_text(encoding="utf-8")
     assert {"1", "2.1", "6.3", "9.2", "12.7"} <= protocol_sections(protocol)
     assert design_principles(DESIGN.read_text(encoding="utf-8")) == {str(n) for n in range(1, 8)}
+
+
+def same_basenames(paths: list[Path]) -> dict[str, list[str]]:
+    """Test modules that share a file name: without packages, pytest imports one by its
+    name and refuses the other ("import file mismatch"), in whichever order it meets them."""
+    seen: dict[str, list[str]] = {}
+    for p in paths:
+        seen.setdefault(p.name, []).append(str(p.relative_to(TESTS)))
+    return {name: where for name, where in seen.items() if len(where) > 1}
+
+
+def test_test_modules_have_names_of_their_own() -> None:
+    assert same_basenames(sorted(TESTS.rglob("test_*.py"))) == {}
+    assert same_basenames([TESTS / "a" / "test_x.py", TESTS / "b" / "test_x.py"]) == {
+        "test_x.py": ["a/test_x.py", "b/test_x.py"]
+    }

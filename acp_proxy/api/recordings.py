@@ -31,7 +31,7 @@ from acp_proxy.api.values import (
     ToolCall,
     Turn,
 )
-from acp_proxy.check.findings import Finding
+from acp_proxy.check.core.findings import Finding
 from acp_proxy.errors import StoreError, UsageError
 from acp_proxy.events import describe, is_bad
 from acp_proxy.events.ending import capture_ending
@@ -245,7 +245,7 @@ class Capture:
 
     def findings(self, *, side: str | None = None) -> list[Finding]:
         """What ``acp-proxy check`` finds in it (``side``: ``agent`` or ``client`` only)."""
-        from acp_proxy.check.core import Checker
+        from acp_proxy.check.core.checker import Checker
 
         ending = None if self.live else capture_ending(self.row, self.events_raw())
         checker = Checker().run(((f.frame, f.anomalies) for f in self._stored()), lambda: ending)

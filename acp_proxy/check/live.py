@@ -19,10 +19,10 @@ import sys
 import time
 from pathlib import Path
 
-from acp_proxy.check.core import Checker
-from acp_proxy.check.findings import Finding
+from acp_proxy.check.core.checker import Checker
+from acp_proxy.check.core.findings import Finding
 from acp_proxy.errors import ProxyError
-from acp_proxy.events.ending import Ending, capture_ending
+from acp_proxy.events.ending import CaptureEnd, capture_ending
 from acp_proxy.store.liveness import alive, identity
 from acp_proxy.store.reader import Store
 from acp_proxy.text.safe import visible
@@ -100,7 +100,7 @@ def follow(db: Path, proxy_pid: int) -> int:
     return 0
 
 
-def _ending(store: Store | None, capture_id: int | None) -> Ending | None:
+def _ending(store: Store | None, capture_id: int | None) -> CaptureEnd | None:
     """Who ended the capture, as far as the database says by now."""
     if store is None or capture_id is None:
         return None

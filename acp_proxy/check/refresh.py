@@ -30,7 +30,7 @@ __all__ = ["derive_meta", "main", "refresh"]
 
 REPOSITORY = "https://github.com/agentclientprotocol/agent-client-protocol"
 SCHEMAS = ("schema.json", "schema.unstable.json")
-BUNDLE = Path(__file__).parent / "schemas"
+BUNDLE = Path(__file__).parent / "core" / "schemas"
 _TABLES = {
     "agent": "agentMethods",
     "client": "clientMethods",
@@ -150,4 +150,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -1,8 +1,8 @@
 """Where ``acp-proxy check`` reads frames from: a capture in a recordings
-database, or a ``jsonl`` export (:func:`acp_proxy.export.jsonl.read_jsonl`).
+database, or a ``jsonl`` export (read as :func:`acp_proxy.store.refs.read_export` reads it).
 
 What belongs here: turning either into ``(Frame, recorder flags)`` pairs in ``seq`` order,
-one capture at a time, so the pure :class:`~acp_proxy.check.core.Checker` never knows where
+one capture at a time, so the pure :class:`~acp_proxy.check.core.checker.Checker` never knows where
 they came from. The recorder's flags (``split``, ``truncated``, ``resumed``...) come from the
 stored ``anomalies``, so a frame the recorder could not keep whole is not blamed on a peer.
 """
@@ -17,14 +17,14 @@ from typing import IO, Any
 
 import orjson
 
-from acp_proxy.check.core import Checker
-from acp_proxy.check.findings import Finding
+from acp_proxy.check.core.checker import Checker
+from acp_proxy.check.core.findings import Finding
 from acp_proxy.errors import UsageError
-from acp_proxy.events.ending import Ending, capture_ending
-from acp_proxy.export.jsonl import read_jsonl
+from acp_proxy.events.ending import CaptureEnd, capture_ending
 from acp_proxy.protocol.frames import Frame
 from acp_proxy.store.liveness import capture_state
 from acp_proxy.store.reader import Store, StoredFrame
+from acp_proxy.store.refs import read_export
 
 __all__ = ["Capture", "by_seq", "check_stored", "checked", "from_jsonl", "from_store"]
 
@@ -38,7 +38,7 @@ class Capture:
 
     name: str
     frames: Iterator[Pair]
-    ending: Callable[[], Ending | None] = lambda: None
+    ending: Callable[[], CaptureEnd | None] = lambda: None
 
 
 def from_store(store: Store, refs: list[str], every: bool) -> Iterator[Capture]:
@@ -51,7 +51,7 @@ def from_store(store: Store, refs: list[str], every: bool) -> Iterator[Capture]:
         )
 
 
-def _stored_ending(store: Store, c: dict[str, Any]) -> Ending | None:
+def _stored_ending(store: Store, c: dict[str, Any]) -> CaptureEnd | None:
     if capture_state(c) == "recording":
         return None  # not ended: what is open may still be answered
     return capture_ending(c, store.events(c["id"]))
@@ -79,7 +79,7 @@ def from_jsonl(path: Path) -> Iterator[Capture]:
 
 def _exported_ending(
     seen: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]], uid: str
-) -> Ending | None:
+) -> CaptureEnd | None:
     """Who ended a capture of an export, from its metadata and events (read by then: they
     follow its frames)."""
     row, events = seen.get(uid, ({}, []))
@@ -120,7 +120,7 @@ def _lines(
                 current = _note(line, seen, current)
             continue
         try:
-            frame = next(read_jsonl([line]))
+            frame = read_export([line]).frames[0].frame
             end = line.find(b'"', len(_PLAIN_HEAD))
             if line.startswith(_PLAIN_HEAD) and end > 0 and _NO_FLAGS in line:
                 # what the export writes: no need to parse the line a second time
@@ -130,7 +130,7 @@ def _lines(
         except UsageError as e:  # what the export reader says, with the file's own line
             why = str(e).split(": ", 1)[-1]
             raise UsageError(f"{path}:{n}: not a jsonl export line ({why})") from e
-        except (orjson.JSONDecodeError, KeyError, ValueError, TypeError, StopIteration) as e:
+        except (orjson.JSONDecodeError, KeyError, ValueError, TypeError, IndexError) as e:
             raise UsageError(f"{path}:{n}: not a jsonl export line ({e})") from e
         flags = obj.get("anomalies") if isinstance(obj, dict) else None
         uid = str(obj.get("capture", "")) if isinstance(obj, dict) else ""
@@ -162,7 +162,7 @@ def _note(
 def check_stored(
     frames: Iterable[StoredFrame],
     keep_per_rule: int | None = None,
-    ending: Ending | None = None,
+    ending: CaptureEnd | None = None,
 ) -> list[Finding]:
     """The findings of one capture's stored frames (what ``show --check`` and the HTML
     report mark); with ``keep_per_rule``, the first that many of each rule (a capture that
@@ -173,7 +173,7 @@ def check_stored(
 def checked(
     frames: Iterable[StoredFrame],
     keep_per_rule: int | None = None,
-    ending: Ending | None = None,
+    ending: CaptureEnd | None = None,
 ) -> Checker:
     """The checker after the whole capture (``ending``: who ended it): its findings, and
     ``counts`` by rule."""

@@ -2,8 +2,9 @@
 
 What belongs here: the root group and the table of commands. The root imports no command
 module: each is imported when it is run (or listed by ``--help``), so ``record`` starts
-fast and a command module never imports the root (no cycles). Shared options and the one
-error path are in :mod:`acp_proxy.cli.common`.
+fast and a command module never imports the root (no cycles). Shared options are in
+:mod:`acp_proxy.cli.common`; how a command's outcome becomes an exit status, in one place,
+is :mod:`acp_proxy.cli.exits`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import ClassVar
 import click
 
 from acp_proxy import __version__
-from acp_proxy.cli.common import CONTEXT, fail
-from acp_proxy.errors import ProxyError
+from acp_proxy.cli.common import CONTEXT
+from acp_proxy.cli.exits import finish
 
 __all__ = ["COMMANDS", "main"]
 
@@ -57,12 +58,8 @@ class Registry(click.Group):
         return sorted(self.table)
 
     def invoke(self, ctx: click.Context) -> object:
-        try:
-            return super().invoke(ctx)
-        except KeyboardInterrupt:  # Ctrl-C: exit 130, as a shell expects, and no "Aborted!"
-            raise click.exceptions.Exit(130) from None
-        except ProxyError as e:  # raised while reading the options (common.Int): one line
-            fail(str(e), e.exit_code)
+        # the one way out: errors (reading the options too), Ctrl-C, the status returned
+        finish(ctx, lambda: super(Registry, self).invoke(ctx))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = self.table.get(cmd_name)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, Int, dump_json, echo, handle_errors, open_store, paged
+from acp_proxy.cli.common import CONTEXT, Int, dump_json, echo, open_store, paged
 from acp_proxy.cli.options import db_option, json_option, output_options
 from acp_proxy.store.endings import ending_events
 from acp_proxy.text.style import Styled
@@ -23,7 +23,6 @@ __all__ = ["captures"]
 @json_option
 @click.option("-n", "--limit", type=Int(0), default=None, help="Only the latest N captures.")
 @output_options
-@handle_errors
 def captures(db: Path | None, as_json: bool, limit: int | None, no_pager: bool) -> None:
     """List captures: id, start, duration, agent, peers, protocol, messages, status, label.
 

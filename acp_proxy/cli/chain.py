@@ -18,13 +18,12 @@ from acp_proxy.cli.common import (
     CaptureCommand,
     dump_json,
     echo,
-    handle_errors,
     open_store,
     paged,
 )
 from acp_proxy.cli.options import db_option, json_option, output_options
 from acp_proxy.errors import UsageError
-from acp_proxy.store.chains import Chain
+from acp_proxy.store.chains import ProxyChain
 from acp_proxy.store.reader import Store, StoredFrame
 from acp_proxy.text.style import Styled
 
@@ -37,7 +36,6 @@ __all__ = ["chain"]
 @click.argument("capture", required=False)
 @click.option("--hops", "hops_only", is_flag=True, help="Only list the hops, not their frames.")
 @output_options
-@handle_errors
 def chain(
     db: Path | None, as_json: bool, capture: str | None, hops_only: bool, no_pager: bool
 ) -> None:
@@ -76,7 +74,7 @@ def chain(
             _print_frames(store, found)
 
 
-def _hop_lines(found: Chain) -> list[str]:
+def _hop_lines(found: ProxyChain) -> list[str]:
     from acp_proxy.text.captures import capture_row
 
     lines = [f"proxy chain {found.id[:12]}: {len(found.hops)} capture(s)"]
@@ -90,7 +88,7 @@ def _hop_lines(found: Chain) -> list[str]:
     return lines
 
 
-def _frames(store: Store, found: Chain) -> Iterator[tuple[int, int, StoredFrame]]:
+def _frames(store: Store, found: ProxyChain) -> Iterator[tuple[int, int, StoredFrame]]:
     from acp_proxy.reconstruct.chain import merged
 
     streams = [
@@ -100,11 +98,11 @@ def _frames(store: Store, found: Chain) -> Iterator[tuple[int, int, StoredFrame]
     return merged(streams)
 
 
-def _base(found: Chain) -> int:
+def _base(found: ProxyChain) -> int:
     return min((h.capture["started_ns"] for h in found.hops), default=0)
 
 
-def _print_frames(store: Store, found: Chain) -> None:
+def _print_frames(store: Store, found: ProxyChain) -> None:
     from acp_proxy.text.timeline import frame_parts
 
     base = _base(found)
@@ -117,7 +115,7 @@ def _print_frames(store: Store, found: Chain) -> None:
         )
 
 
-def _frame_json(at: int, hop: int, f: StoredFrame, found: Chain) -> dict[str, Any]:
+def _frame_json(at: int, hop: int, f: StoredFrame, found: ProxyChain) -> dict[str, Any]:
     return {
         "hop": hop,
         "capture": found.hops[hop].capture["id"],

@@ -1,7 +1,7 @@
 """``acp-proxy check``: is this agent (or editor) speaking ACP correctly?
 
 Reads captures from the database or a ``jsonl`` export, runs the pure checker
-(:mod:`acp_proxy.check.core`) and prints the findings as text, JSON, JUnit XML or SARIF.
+(:mod:`acp_proxy.check.core.checker`) and prints the findings as text, JSON, JUnit XML or SARIF.
 Exit 1 when an error-level finding remains after ``--side``/``--ignore``, else 0.
 """
 
@@ -15,19 +15,19 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from acp_proxy import __version__
-from acp_proxy.cli.common import CONTEXT, echo, handle_errors, open_store, paged
+from acp_proxy.cli.common import CONTEXT, echo, open_store, paged
 from acp_proxy.cli.options import db_option, output_options
 from acp_proxy.errors import UsageError
 from acp_proxy.text.safe import json_visible
 
 if TYPE_CHECKING:
-    from acp_proxy.check.report import Result
+    from acp_proxy.check.core.report import Result
 
 __all__ = ["check"]
 
 
 def _ignored(patterns: tuple[str, ...]) -> set[str]:
-    from acp_proxy.check.rules import RULES
+    from acp_proxy.check.core.rules import RULES
 
     out: set[str] = set()
     for p in patterns:
@@ -43,7 +43,7 @@ def _ignored(patterns: tuple[str, ...]) -> set[str]:
 
 
 def _list_rules(as_json: bool) -> None:
-    from acp_proxy.check.rules import RULES
+    from acp_proxy.check.core.rules import RULES
 
     if as_json:
         import orjson
@@ -122,7 +122,6 @@ def _list_rules(as_json: bool) -> None:
 @click.option("--rules", "list_rules", is_flag=True, help="List every rule and exit.")
 @click.option("--json", "as_json", is_flag=True, help="With --rules: the rules as JSON.")
 @output_options
-@handle_errors
 def check(
     db: Path | None,
     captures: tuple[str, ...],
@@ -138,7 +137,7 @@ def check(
     list_rules: bool,
     as_json: bool,
     no_pager: bool,
-) -> None:
+) -> int:
     """Check recorded traffic against ACP: framing, JSON-RPC, the JSON Schema of the
     negotiated version, and the protocol's behaviour rules, for both sides.
 
@@ -155,10 +154,10 @@ def check(
     """
     if list_rules:
         _list_rules(as_json)
-        return
+        return 0
     if as_json:
         raise UsageError("--json goes with --rules; use --format json for findings")
-    from acp_proxy.check.core import Thresholds
+    from acp_proxy.check.core.checker import Thresholds
 
     options = {
         "version": int(protocol) if protocol else None,
@@ -171,8 +170,7 @@ def check(
     results = _check(db, captures, every, side, options)
     with paged(not no_pager and fmt == "text" and output is None):
         _report(results, fmt, output)
-    if any(f.severity == "error" for r in results for f in r.findings):
-        raise SystemExit(1)
+    return 1 if any(f.severity == "error" for r in results for f in r.findings) else 0
 
 
 def _check(
@@ -183,8 +181,8 @@ def _check(
     options: dict[str, Any],
 ) -> list[Result]:
     """Each capture named (files as jsonl exports), checked; findings of ``side`` only."""
-    from acp_proxy.check.core import Checker
-    from acp_proxy.check.report import Result
+    from acp_proxy.check.core.checker import Checker
+    from acp_proxy.check.core.report import Result
     from acp_proxy.check.source import Capture, from_jsonl, from_store
 
     files = [Path(c) for c in captures if Path(c).is_file()]
@@ -205,7 +203,7 @@ def _check(
 
 
 def _report(results: list[Result], fmt: str, output: Path | None) -> None:
-    from acp_proxy.check.report import render_json, render_junit, render_sarif, render_text
+    from acp_proxy.check.core.report import render_json, render_junit, render_sarif, render_text
 
     if fmt == "text":
         text = render_text(results)

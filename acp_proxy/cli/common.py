@@ -1,24 +1,25 @@
-"""What every command shares: options, the one error path, opening the database.
+"""What every command shares: the output path, parameter types, opening the database.
 
-What belongs here: the click option decorators used by more than one command, how an error
-reaches the user (:func:`handle_errors`: one line on stderr, the error's exit code), the
-splitting of a command line at ``--``, and printing JSON. No command is defined here.
+What belongs here: how text reaches the user (:func:`echo`, through a pager with
+:func:`paged`, progress on stderr), the parameter types and command classes of more than
+one command, the splitting of a command line at ``--``, the ``--db`` path, and printing
+JSON. No command is defined here, and nothing here exits: a command's errors and status
+become an exit status in :mod:`acp_proxy.cli.exits`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, NoReturn, TypeVar
+from typing import IO, Any, TypeVar
 
 import click
 
-from acp_proxy.errors import ProxyError, UsageError
+from acp_proxy.errors import UsageError
 from acp_proxy.store.numbers import INT64_MAX, INT64_MIN, parse_int
 from acp_proxy.store.reader import Store, default_db_path
 from acp_proxy.text.safe import json_bytes, visible
@@ -33,12 +34,11 @@ __all__ = [
     "Progress",
     "Seconds",
     "after_dash_dash",
+    "agent_command",
     "db_path",
     "dump_json",
     "echo",
     "expand_path",
-    "fail",
-    "handle_errors",
     "open_store",
     "paged",
     "set_colour",
@@ -166,33 +166,6 @@ def paged(enabled: bool = True) -> Iterator[None]:
         pager.finish()
 
 
-def fail(message: str, code: int) -> NoReturn:
-    """Print one error line and exit with ``code``."""
-    echo(f"acp-proxy: error: {message}", err=True)
-    sys.exit(code)
-
-
-def handle_errors(fn: F) -> F:
-    """Turn every :class:`ProxyError` into one line on stderr and its exit code."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except ProxyError as e:
-            fail(str(e), e.exit_code)
-        except BrokenPipeError:  # `acp-proxy show | head`
-            os._exit(0)
-        except KeyboardInterrupt:  # Ctrl-C: the shell's convention, no traceback
-            for stream in (sys.stdout, sys.stderr):
-                with contextlib.suppress(Exception):
-                    stream.flush()
-            os._exit(130)
-        return None
-
-    return wrapper  # type: ignore[return-value]
-
-
 class Int(click.ParamType[int, Any]):
     """A whole number from ``minimum`` to ``maximum``, never beyond what SQLite holds
     (:func:`acp_proxy.store.numbers.parse_int`). Every integer option and argument takes
@@ -218,13 +191,14 @@ class Int(click.ParamType[int, Any]):
 
 
 class Seconds(click.ParamType[float, Any]):
-    """A number of seconds, more than zero and at most ``maximum``: as :class:`Int`, a value
-    out of range is one line on stderr and exit 2."""
+    """A number of seconds, more than zero (``zero``: or zero) and at most ``maximum``: as
+    :class:`Int`, a value out of range is one line on stderr and exit 2."""
 
     name = "seconds"
 
-    def __init__(self, maximum: float = 86400.0) -> None:
+    def __init__(self, maximum: float = 86400.0, *, zero: bool = False) -> None:
         self.maximum = maximum
+        self.zero = zero
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
@@ -236,7 +210,9 @@ class Seconds(click.ParamType[float, Any]):
             seconds = float(str(value))
         except ValueError:
             raise UsageError(f"{name} takes a number of seconds, not {str(value)[:40]!r}") from None
-        if not 0 < seconds <= self.maximum:  # (nan is neither)
+        if self.zero and not 0 <= seconds <= self.maximum:  # (nan is neither)
+            raise UsageError(f"{name} takes 0 or more seconds, at most {self.maximum:g}")
+        if not self.zero and not 0 < seconds <= self.maximum:
             raise UsageError(f"{name} takes more than 0 seconds, at most {self.maximum:g}")
         return seconds
 
@@ -288,6 +264,18 @@ def after_dash_dash() -> list[str] | None:
     """The words after ``--`` of the running :class:`DashDashCommand` (None: no ``--``)."""
     words = click.get_current_context().meta.get("after_dash_dash")
     return None if words is None else list(words)
+
+
+def agent_command(words: Sequence[str]) -> list[str]:
+    """The agent command of ``record`` and ``ws`` (their last argument takes every word
+    left): the words after ``--``, or all of them when it was left out — but never one of
+    our options, mistyped, taken for a program."""
+    argv = list(words)
+    if argv and argv[0] == "--":
+        return argv[1:]
+    if argv and argv[0].startswith("-"):
+        raise UsageError(f"no such option: {argv[0]} (the agent command goes after --)")
+    return argv
 
 
 GROUP_DB_KEY = "acp_proxy.db"  # where a group's --db is kept (cli/options.py)
@@ -345,8 +333,3 @@ def open_store(db: Path | None) -> Store:
 def dump_json(v: Any, *, indent: bool = True) -> None:
     """Print ``v`` as JSON (C1 controls escaped too: :func:`~acp_proxy.text.safe.json_visible`)."""
     click.echo(json_bytes(v, indent=indent))
-
-
-def check_at(at: int | None) -> None:
-    if at is not None and at < 0:
-        raise UsageError("--at takes a frame number (seq) of zero or more")

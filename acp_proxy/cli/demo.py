@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_path, echo, handle_errors
+from acp_proxy.cli.common import CONTEXT, db_path, echo
 from acp_proxy.cli.options import db_option
 from acp_proxy.errors import UsageError
 from acp_proxy.store.reader import Store
@@ -17,7 +17,6 @@ __all__ = ["demo"]
 @click.command(context_settings=CONTEXT)
 @db_option
 @click.option("--keep-going", is_flag=True, hidden=True)
-@handle_errors
 def demo(db: Path | None, keep_going: bool) -> None:
     """Run a bundled demo client and agent through the proxy and show the recording.
 

@@ -1,9 +1,9 @@
 """``acp-proxy diff A B``: compare two sessions turn by turn (captures or jsonl exports).
 
-The comparison is the one ``replay client`` uses (:mod:`acp_proxy.replay.compare`), with
+The comparison is the one ``replay client`` uses (:mod:`acp_proxy.replay.core.compare`), with
 its detail facets on; working directories of B are mapped to A's by order of appearance,
 sessions too, except a child session, which is the child announced at the same place of its
-parent (:func:`~acp_proxy.replay.mapper.session_pairs`); tool calls and terminals are
+parent (:func:`~acp_proxy.replay.core.mapper.session_pairs`); tool calls and terminals are
 paired by order.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, dump_json, echo, handle_errors, paged
+from acp_proxy.cli.common import CONTEXT, dump_json, echo, paged
 from acp_proxy.cli.options import db_option, json_option, output_options
 
 __all__ = ["diff"]
@@ -50,7 +50,6 @@ def _cwds(messages: list[Any]) -> list[str]:
 )
 @click.option("--timing", is_flag=True, help="Also show latencies and time to first output.")
 @output_options
-@handle_errors
 def diff(
     db: Path | None,
     as_json: bool,
@@ -59,7 +58,7 @@ def diff(
     ignore: tuple[str, ...],
     timing: bool,
     no_pager: bool,
-) -> None:
+) -> int:
     """Compare two sessions turn by turn: prompts, answers (word diff), tool calls, permission
     requests, terminals, files written, stop reasons, errors and initialize. A and B are
     capture ids or jsonl exports. Exit status 1 when they differ.
@@ -71,11 +70,11 @@ def diff(
         acp-proxy diff 3 4 --json --ignore params.update.content.text
     """
     from acp_proxy.cli.views import load_frames
-    from acp_proxy.replay.compare import compare, parse_ignore, summarise_run
-    from acp_proxy.replay.detail import timing_changes
-    from acp_proxy.replay.mapper import Mapper, session_pairs
-    from acp_proxy.replay.match import parse_messages
-    from acp_proxy.text.diff import diff_lines, timing_lines
+    from acp_proxy.replay.core.compare import compare, parse_ignore, summarise_run
+    from acp_proxy.replay.core.detail import timing_changes
+    from acp_proxy.replay.core.mapper import Mapper, session_pairs
+    from acp_proxy.replay.core.match import parse_messages
+    from acp_proxy.replay.core.report import diff_lines, timing_lines
 
     ma = parse_messages(load_frames(db, a))
     mb = parse_messages(load_frames(db, b))
@@ -111,5 +110,4 @@ def diff(
                 echo(line)
             for line in timing_lines(times):
                 echo(line)
-    if found:
-        raise SystemExit(1)
+    return 1 if found else 0

@@ -22,12 +22,11 @@ from acp_proxy.cli.common import (
     db_path,
     echo,
     expand_path,
-    handle_errors,
     open_store,
 )
 from acp_proxy.cli.options import db_option
 from acp_proxy.errors import UsageError
-from acp_proxy.export.redact import CLASSES, Redactor, parse_rules
+from acp_proxy.export.core.redact import CLASSES, Redactor, parse_rules
 from acp_proxy.store.private import open_private
 from acp_proxy.store.refs import is_file_ref, resolve
 
@@ -102,7 +101,9 @@ def write_export(
         _otlp(db, capture, otel_content, output, redactor)
         return
     if fmt in ("asciicast", "patch"):  # from the frames alone: a jsonl export works too
-        from acp_proxy.cli.views import export_text, load_frames
+        from acp_proxy.cli.views import load_frames
+        from acp_proxy.reading import export_text
+        from acp_proxy.reconstruct import reconstruct
 
         frames = list(load_frames(db, capture))
         if redactor is not None:
@@ -113,7 +114,7 @@ def write_export(
             changed = sum(1 for r in done if r.sha256 is not None)
             for line in summary_lines(redactor, changed, len(frames)):
                 echo(f"acp-proxy: {line}", err=True)
-        text, warnings = export_text(db, capture, fmt, terminal, frames)
+        text, warnings = export_text(reconstruct(frames), fmt, terminal)
         for note in warnings:
             echo(f"acp-proxy: {note}", err=True)
         _write(text.encode("utf-8"), output, fmt)
@@ -141,7 +142,7 @@ def _otlp(
 
     from acp_proxy import __version__
     from acp_proxy.cli.otel import traced_captures
-    from acp_proxy.otel.otlpjson import encode
+    from acp_proxy.otel.core.otlpjson import encode
     from acp_proxy.text.safe import json_visible_bytes
 
     if redactor is None:
@@ -239,7 +240,6 @@ _redact_rules_option = click.option(
 )
 @_redact_rules_option
 @_frames_only_option
-@handle_errors
 def export(
     db: Path | None,
     capture: str | None,
@@ -358,7 +358,6 @@ def _html(
 )
 @_redact_rules_option
 @_frames_only_option
-@handle_errors
 def share(
     db: Path | None,
     capture: str | None,

@@ -9,19 +9,20 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_path, handle_errors
+from acp_proxy.cli.common import CONTEXT, db_path
 from acp_proxy.cli.listening import allow_origin_option, listener_options, timeouts_of, token_option
 from acp_proxy.cli.options import db_option
-from acp_proxy.cli.ws import listener_settings, parse_listen_option, serve_until_signal
+from acp_proxy.cli.ws import listener_settings, serve_until_signal
 from acp_proxy.errors import UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
-from acp_proxy.relay.admission import (
+from acp_proxy.relay.config import ServeConfig
+from acp_proxy.relay.core.admission import (
     Admission,
-    ServeConfig,
     check_listen_address,
     check_token,
     hosts_for,
+    listen_address,
 )
 
 __all__ = ["http"]
@@ -46,7 +47,6 @@ __all__ = ["http"]
 @token_option
 @allow_origin_option("requests")
 @listener_options("a larger request body: HTTP 413")
-@handle_errors
 def http(
     db: Path | None,
     upstream: str | None,
@@ -84,7 +84,7 @@ def http(
         raise UsageError(f"--upstream wants an http:// or https:// URL, not {upstream!r}")
     if upstream_http2 == "always" and upstream.lower().startswith("https://"):
         raise UsageError("--upstream-http2 always needs an http:// upstream (h2c)")
-    host, port = parse_listen_option(listen)
+    host, port = listen_address(listen)
     check_token(token)
     settings = listener_settings(max_size, max_queue, None, max_connections, max_in_flight)
     check_listen_address(host, token)

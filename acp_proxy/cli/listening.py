@@ -87,7 +87,7 @@ def listener_options(too_big: str) -> Callable[[F], F]:
     """The options of the relaying listeners (``ws``, ``http``): where they listen, their
     limits and timeouts, the ``Host`` names they answer, what they store; ``too_big`` says
     what a message over ``--max-size`` gets."""
-    from acp_proxy.relay.capacity import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT
+    from acp_proxy.relay.core.capacity import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_IN_FLIGHT
 
     options = [
         click.option("--listen", default="127.0.0.1:8765", show_default=True,

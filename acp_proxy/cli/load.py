@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_path, dump_json, echo, handle_errors
+from acp_proxy.cli.common import CONTEXT, db_path, dump_json, echo
 from acp_proxy.cli.options import db_option, json_option
 
 __all__ = ["import_exports"]
@@ -16,7 +16,6 @@ __all__ = ["import_exports"]
 @db_option
 @json_option
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@handle_errors
 def import_exports(db: Path | None, as_json: bool, files: tuple[Path, ...]) -> None:
     """Load jsonl exports (acp-proxy export or share) into the database as captures, so
     every view, replay, check and diff works on them. Derived fields are computed again

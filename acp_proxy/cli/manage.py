@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_path, echo, handle_errors
+from acp_proxy.cli.common import CONTEXT, db_path, echo
 from acp_proxy.cli.options import db_option
 
 __all__ = ["prune", "rm"]
@@ -53,7 +53,6 @@ def _delete(store: Any, conn: Any, found: list[dict[str, Any]], dry_run: bool) -
 @db_option
 @click.argument("captures", nargs=-1, required=True)
 @click.option("-n", "--dry-run", is_flag=True, help="Say what would be deleted; delete nothing.")
-@handle_errors
 def rm(db: Path | None, captures: tuple[str, ...], dry_run: bool) -> None:
     """Delete captures: their frames, stderr, events and everything derived from them.
 
@@ -83,7 +82,6 @@ def rm(db: Path | None, captures: tuple[str, ...], dry_run: bool) -> None:
 )
 @click.option("--vacuum", is_flag=True, help="Then give the freed space back (VACUUM).")
 @click.option("-n", "--dry-run", is_flag=True, help="Say what would be deleted; delete nothing.")
-@handle_errors
 def prune(db: Path | None, older: str, vacuum: bool, dry_run: bool) -> None:
     """Delete old captures, and with --vacuum shrink the database file.
 
@@ -101,7 +99,7 @@ def prune(db: Path | None, older: str, vacuum: bool, dry_run: bool) -> None:
     # the format captures are stored in (milliseconds, Z): compared as text, a cutoff cut
     # at the second would miss what started within that second
     stamp = cutoff.strftime("%Y-%m-%dT%H:%M:%S.") + f"{cutoff.microsecond // 1000:03d}Z"
-    found = list(store.db.query("SELECT * FROM captures WHERE started_at < ? ORDER BY id", [stamp]))
+    found = store.dicts("SELECT * FROM captures WHERE started_at < ? ORDER BY id", [stamp])
     if not found:
         echo(f"no captures started before {stamp.replace('T', ' ')} UTC", err=True)
     frames = _delete(store, conn, found, dry_run)

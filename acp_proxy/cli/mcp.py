@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_path, handle_errors
+from acp_proxy.cli.common import CONTEXT, db_path
 from acp_proxy.cli.options import db_option
 from acp_proxy.errors import UsageError
 
@@ -20,7 +20,6 @@ __all__ = ["mcp"]
     is_flag=True,
     help="Answer with credentials as recorded (by default they are redacted as share does).",
 )
-@handle_errors
 def mcp(db: Path | None, no_redact: bool) -> None:
     """Serve the recordings to an MCP client (an agent) over stdio: read-only tools to list
     captures, search, read frames, turns, tool calls, diffs, terminals, stderr and events,

@@ -13,11 +13,12 @@ from typing import Any, TypeVar
 
 import click
 
-from acp_proxy.cli.common import GROUP_DB_KEY, set_colour
+from acp_proxy.cli.common import GROUP_DB_KEY, Seconds, set_colour
 
 __all__ = [
     "db_option",
     "filter_options",
+    "grace_option",
     "grep_options",
     "group_db_option",
     "json_option",
@@ -49,6 +50,18 @@ def output_options(fn: F) -> F:
         help="Colour directions, errors, anomalies and denials; auto: when stdout is a "
         "terminal and $NO_COLOR is unset.",
     )(fn)
+
+
+def grace_option(help: str) -> Callable[[F], F]:
+    """``--grace``: the seconds an agent gets to exit by itself once its client is gone
+    (zero or more; :class:`~acp_proxy.transports.process.AgentProcess`)."""
+
+    def decorate(fn: F) -> F:
+        option = click.option("--grace", type=Seconds(zero=True), default=3.0,
+                              show_default=True, help=help)  # fmt: skip
+        return option(fn)
+
+    return decorate
 
 
 def db_option(fn: F) -> F:

@@ -1,6 +1,6 @@
 """``acp-proxy otel push`` and the live telemetry options of ``record`` and ``ws``.
 
-The mapping is in :mod:`acp_proxy.otel.mapping`, the sending in :mod:`acp_proxy.otel.sdk`;
+The mapping is in :mod:`acp_proxy.otel.core.mapping`, the sending in :mod:`acp_proxy.otel.sdk`;
 this module only reads options and captures and reports. ``docs/otel.md`` has the rest.
 """
 
@@ -15,10 +15,10 @@ import click
 import orjson
 
 from acp_proxy import __version__
-from acp_proxy.cli.common import CONTEXT, echo, fail, handle_errors, open_store
+from acp_proxy.cli.common import CONTEXT, Seconds, echo, open_store
 from acp_proxy.cli.options import db_option, group_db_option
-from acp_proxy.errors import UsageError
-from acp_proxy.otel.fold import CaptureInfo
+from acp_proxy.errors import LocalError, UsageError
+from acp_proxy.otel.core.fold import CaptureInfo
 from acp_proxy.otel.source import Traced, trace_capture
 
 __all__ = ["live_recorder_env", "otel", "otel_options", "traced_captures"]
@@ -60,10 +60,7 @@ def live_recorder_env(endpoint: str | None, content: bool) -> dict[str, str] | N
     from acp_proxy.otel.sdk import require, traces_endpoint
 
     if endpoint is not None:
-        try:
-            require()
-        except UsageError as e:
-            fail(str(e), e.exit_code)
+        require()
         return recorder_env(traces_endpoint(endpoint), content)
     if _standard_env_asks():
         try:
@@ -73,7 +70,9 @@ def live_recorder_env(endpoint: str | None, content: bool) -> dict[str, str] | N
             return None
         return recorder_env(None, content)
     if content:
-        fail("--otel-content goes with --otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)", 2)
+        raise UsageError(
+            "--otel-content goes with --otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)"
+        )
     return None
 
 
@@ -150,12 +149,11 @@ def otel() -> None:
 )
 @click.option(
     "--timeout",
-    type=float,
+    type=Seconds(),
     default=30.0,
     show_default=True,
     help="Seconds to wait for the endpoint to take everything.",
 )
-@handle_errors
 def push(
     db: Path | None,
     captures: tuple[str, ...],
@@ -177,8 +175,6 @@ def push(
     require()
     if all_ and captures:
         raise UsageError("give captures or --all, not both")
-    if timeout <= 0:
-        raise UsageError("--timeout must be a positive number of seconds")
     warnings: list[str] = []
     sender = Sender(traces_endpoint(endpoint), version=__version__, warn=warnings.append,
                     queue=1 << 30, timeout=timeout)  # fmt: skip
@@ -189,5 +185,5 @@ def push(
         n_captures += 1
     dropped = sender.close(timeout)
     if dropped:
-        fail(f"{sender.endpoint} did not take {dropped} of {n_spans} spans", 1)
+        raise LocalError(f"{sender.endpoint} did not take {dropped} of {n_spans} spans")
     echo(f"sent {n_spans} spans of {n_captures} captures to {sender.endpoint}", err=True)

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_path, echo, fail
-from acp_proxy.cli.options import db_option
+from acp_proxy.cli.common import CONTEXT, agent_command, db_path
+from acp_proxy.cli.exits import relaying
+from acp_proxy.cli.options import db_option, grace_option
 from acp_proxy.cli.otel import live_recorder_env, otel_options
-from acp_proxy.errors import AgentSpawnError
+from acp_proxy.errors import UsageError
 
 __all__ = ["record"]
 
@@ -41,13 +42,7 @@ __all__ = ["record"]
     help="With --upstream: store every header and query parameter value of the upgrade as "
     "sent, not redacted.",
 )
-@click.option(
-    "--grace",
-    type=float,
-    default=3.0,
-    show_default=True,
-    help="Seconds to wait after the client closes stdin before terminating the agent.",
-)
+@grace_option("Seconds to wait after the client closes stdin before terminating the agent.")
 @click.option(
     "--check",
     "live_check",
@@ -67,7 +62,7 @@ def record(
     otlp_endpoint: str | None,
     otel_content: bool,
     command: tuple[str, ...],
-) -> None:
+) -> int:
     """Run an agent, relay its stdio byte for byte, and record every message.
 
     \b
@@ -85,53 +80,44 @@ def record(
     from acp_proxy.relay import tune_relay_process
     from acp_proxy.relay.stdio import record_stdio
 
-    argv = list(command)
-    if argv and argv[0] == "--":
-        argv = argv[1:]
-    elif argv and argv[0].startswith("-"):
-        fail(f"no such option: {argv[0]} (the agent command goes after --)", 2)
+    argv = agent_command(command)
     recorder_env = live_recorder_env(otlp_endpoint, otel_content)
     db = db_path(db, relaying=True)
     if upstream is not None:
         if argv:
-            fail("give either --upstream URL or an agent command, not both", 2)
+            raise UsageError("give either --upstream URL or an agent command, not both")
         from acp_proxy.cli.ws import record_upstream
 
+        relaying()
         voice = _LiveCheck(db_path(db)) if live_check else None
-        code = record_upstream(
-            db,
-            upstream,
-            label=label,
-            headers=headers,
-            keep_secrets=keep_secrets,
-            recorder_env=recorder_env,
-        )
-        if voice is not None:
-            voice.close()
-        os._exit(code)
+        try:
+            return record_upstream(
+                db,
+                upstream,
+                label=label,
+                headers=headers,
+                keep_secrets=keep_secrets,
+                recorder_env=recorder_env,
+            )
+        finally:
+            if voice is not None:
+                voice.close()
     if headers:
-        fail("--header goes with --upstream", 2)
+        raise UsageError("--header goes with --upstream")
     if keep_secrets:
-        fail("--keep-secrets goes with --upstream", 2)
+        raise UsageError("--keep-secrets goes with --upstream")
     if not argv:
-        fail("no agent command given (usage: acp-proxy record -- CMD ...)", 2)
-    if grace < 0:
-        fail("--grace must be zero or more seconds", 2)
+        raise UsageError("no agent command given (usage: acp-proxy record -- CMD ...)")
+    relaying()
     tune_relay_process()
     voice = _LiveCheck(db) if live_check else None
     writer = RecorderLink(db, recorder_env=recorder_env)
-    code = 1
     try:
-        code = record_stdio(argv, writer, label=label, grace=grace)
-    except AgentSpawnError as e:
-        echo(f"acp-proxy: {e}", err=True)
-        code = e.exit_code
+        return record_stdio(argv, writer, label=label, grace=grace)
     finally:
         writer.close()
         if voice is not None:
             voice.close()
-        sys.stderr.flush()
-    os._exit(code)
 
 
 class _LiveCheck:

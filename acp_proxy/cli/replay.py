@@ -6,8 +6,6 @@ Thin click commands; the work is in :mod:`acp_proxy.replay`.
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 from pathlib import Path
 
 import click
@@ -15,13 +13,14 @@ import click
 from acp_proxy.cli.common import (
     CONTEXT,
     DashDashCommand,
+    Seconds,
     after_dash_dash,
     db_path,
     dump_json,
     echo,
     expand_path,
-    handle_errors,
 )
+from acp_proxy.cli.exits import relaying
 from acp_proxy.cli.listening import allow_host_option, timeout_options, timeouts_of
 from acp_proxy.cli.options import db_option, group_db_option, json_option
 from acp_proxy.errors import UsageError
@@ -75,7 +74,6 @@ def replay() -> None:
 @click.option("--keep-serving", is_flag=True, help="With --listen: serve one client after another.")
 @allow_host_option
 @timeout_options
-@handle_errors
 def replay_agent(
     db: Path | None,
     capture: str | None,
@@ -89,7 +87,7 @@ def replay_agent(
     head_timeout: float,
     body_timeout: float,
     idle_timeout: float,
-) -> None:
+) -> int:
     """Stand in for the agent: answer a live client from a recording.
 
     Use it as the agent command of an editor; a trailing `-- CMD...` is accepted and
@@ -103,42 +101,36 @@ def replay_agent(
     Example (an editor's agent command):
         acp-proxy replay agent --db ~/acp.sqlite 12 -- my-agent --flag
     """
-    from acp_proxy.replay.agent import MatchMode
+    from acp_proxy.replay.core.agent import MatchMode
     from acp_proxy.replay.listen import Limits, serve_listen
     from acp_proxy.replay.serve import Timing, load_recording, parse_listen, serve_stdio
 
     if keep_serving and listen is None:
         raise UsageError("--keep-serving goes with --listen")
     pace = Timing.parse(timing, max_gap)
+    address = parse_listen(listen) if listen is not None else None
     recording = load_recording(capture, db_path(db), session=session)
     mode = MatchMode(match)
-    try:
-        if listen is not None:
-            host, port = parse_listen(listen)
-            timeouts = timeouts_of(head_timeout, body_timeout, idle_timeout)
-            limits = Limits(timeouts, frozenset(allow_hosts))
-            try:
-                ok = asyncio.run(
-                    serve_listen(
-                        recording,
-                        host,
-                        port,
-                        mode=mode,
-                        timing=pace,
-                        keep_serving=keep_serving,
-                        limits=limits,
-                    )
+    relaying()
+    if address is not None:
+        limits = Limits(timeouts_of(head_timeout, body_timeout, idle_timeout),
+                        frozenset(allow_hosts))  # fmt: skip
+        try:
+            ok = asyncio.run(
+                serve_listen(
+                    recording,
+                    *address,
+                    mode=mode,
+                    timing=pace,
+                    keep_serving=keep_serving,
+                    limits=limits,
                 )
-            except OSError as e:
-                raise UsageError(f"cannot listen on {listen}: {e.strerror or e}") from e
-        else:
-            ok = asyncio.run(serve_stdio(recording, mode=mode, timing=pace))
-    except KeyboardInterrupt:
-        sys.stderr.flush()
-        os._exit(130)
-    sys.stderr.flush()
-    sys.stdout.flush()
-    os._exit(0 if ok else 1)
+            )
+        except OSError as e:
+            raise UsageError(f"cannot listen on {listen}: {e.strerror or e}") from e
+    else:
+        ok = asyncio.run(serve_stdio(recording, mode=mode, timing=pace))
+    return 0 if ok else 1
 
 
 @replay.command("client", cls=DashDashCommand, context_settings=CONTEXT)
@@ -156,7 +148,7 @@ def replay_agent(
 )
 @click.option(
     "--timeout",
-    type=float,
+    type=Seconds(),
     default=30.0,
     show_default=True,
     help="Seconds to wait for the agent to reach each recorded point.",
@@ -167,7 +159,6 @@ def replay_agent(
     type=click.Path(file_okay=False, path_type=Path),
     help="Run the agent here, and put this directory where the recording's workspace was.",
 )
-@handle_errors
 def replay_client(
     db: Path | None,
     as_json: bool,
@@ -175,7 +166,7 @@ def replay_client(
     ignore: tuple[str, ...],
     timeout: float,
     cwd: Path | None,
-) -> None:
+) -> int:
     """Stand in for the client: drive a real agent with a recording and compare the runs.
 
     The recorded client's requests and notifications are sent at their recorded points,
@@ -197,9 +188,7 @@ def replay_client(
 
     argv = after_dash_dash() or []
     if not argv:
-        raise click.UsageError("no agent command given (usage: acp-proxy replay client -- CMD ...)")
-    if timeout <= 0:
-        raise click.UsageError("--timeout must be more than zero seconds")
+        raise UsageError("no agent command given (usage: acp-proxy replay client -- CMD ...)")
     if cwd is not None:
         cwd = expand_path(cwd)
         if not cwd.is_dir():
@@ -219,5 +208,4 @@ def replay_client(
     else:
         for line in outcome.report():
             echo(line)
-    sys.stdout.flush()
-    raise SystemExit(1 if outcome.diverged else 0)
+    return 1 if outcome.diverged else 0

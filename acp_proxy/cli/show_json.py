@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.reading.timeline import EventItem, Item, StderrItem
 from acp_proxy.store.reader import StoredFrame
 
 __all__ = ["show_json"]
@@ -15,14 +16,15 @@ __all__ = ["show_json"]
 
 def show_json(
     c: dict[str, Any],
-    frames: Iterator[tuple[int, int, Any]],
-    stderr: Iterator[tuple[int, int, Any]],
-    events: Iterator[tuple[int, int, Any]],
+    frames: Iterator[StoredFrame],
+    stderr: Iterator[Item],
+    events: Iterator[Item],
     match: Any,
     marks: dict[int, list[Any]] | None = None,
 ) -> None:
     """``show --json``: one JSON document, written as it is read from cursors (nothing of
-    the capture is held in memory): the capture, its frames, stderr and events."""
+    the capture is held in memory): the capture, its frames, and the timeline's stderr and
+    event items."""
     from acp_proxy.events import describe
     from acp_proxy.export.jsonl import capture_object, frame_object, stderr_object
     from acp_proxy.store.refs import JSON_COLUMNS
@@ -59,21 +61,23 @@ def show_json(
             ]
         return obj
 
-    array("frames", (dumps(frame(f)) for _t, _r, f in frames))
+    array("frames", (dumps(frame(f)) for f in frames))
     array(
         "stderr",
         (
-            dumps(stderr_object(t, data))
-            for t, _r, data in stderr
-            if match is None or match.text(data.decode("utf-8", "replace"))
+            dumps(stderr_object(s.t_ns, s.data))
+            for s in stderr
+            if isinstance(s, StderrItem)
+            and (match is None or match.text(s.data.decode("utf-8", "replace")))
         ),
     )
     array(
         "events",
         (
-            dumps(event(ev))
-            for _t, _r, ev in events
-            if match is None or match.text(f"{ev['kind']} {ev.get('detail') or ''}")
+            dumps(event(e.event))
+            for e in events
+            if isinstance(e, EventItem)
+            and (match is None or match.text(f"{e.event['kind']} {e.event.get('detail') or ''}"))
         ),
         last=True,
     )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_path, echo, handle_errors
+from acp_proxy.cli.common import CONTEXT, db_path, echo
 from acp_proxy.cli.options import db_option
 from acp_proxy.errors import UsageError
 
@@ -16,7 +16,6 @@ __all__ = ["import_spill"]
 @click.command("import-spill", context_settings=CONTEXT)
 @db_option
 @click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@handle_errors
 def import_spill(db: Path | None, files: tuple[Path, ...]) -> None:
     """Bring spilled records (written while the database was unwritable) into it.
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, Int, db_path, dump_json, echo, handle_errors
+from acp_proxy.cli.common import CONTEXT, Int, db_path, dump_json, echo
 from acp_proxy.cli.options import (
     db_option,
     filter_options,
@@ -65,7 +65,6 @@ def _last_matching(
 @filter_options
 @click.option("--interval", type=float, default=0.2, show_default=True, hidden=True)
 @output_options
-@handle_errors
 def tail(
     db: Path | None,
     as_json: bool,
@@ -101,11 +100,8 @@ def tail(
     waited = follow and not path.exists()
     if waited:
         echo(f"acp-proxy: waiting for {path} to be created (Ctrl-C to stop)", err=True)
-    try:
-        while follow and not path.exists():
-            time.sleep(interval)
-    except KeyboardInterrupt:
-        sys.exit(130)
+    while follow and not path.exists():
+        time.sleep(interval)
     store = Store(path)
     out = _Printer(store, keep, match, as_json, filtering)
     cid = store.capture(capture)["id"] if capture else None
@@ -121,11 +117,7 @@ def tail(
     if not follow:
         return
     watch = _Announcer(store, cid, as_json, fresh=waited)
-    try:
-        _follow(store, out, watch, cid, last, last_err, interval)
-    except KeyboardInterrupt:
-        sys.stdout.flush()
-        sys.exit(130)
+    _follow(store, out, watch, cid, last, last_err, interval)
 
 
 class _Printer:

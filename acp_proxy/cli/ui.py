@@ -16,24 +16,15 @@ from acp_proxy.cli.common import (
     db_path,
     dump_json,
     echo,
-    handle_errors,
     open_store,
     paged,
 )
 from acp_proxy.cli.listening import allow_host_option, timeout_options, timeouts_of
 from acp_proxy.cli.options import db_option, json_option, output_options
 from acp_proxy.errors import UsageError
+from acp_proxy.relay.core.admission import listen_address
 
 __all__ = ["search", "ui"]
-
-
-def _listen(value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise UsageError(f"--listen takes HOST:PORT, e.g. 127.0.0.1:8700 (got {value!r})")
-    if int(port) > 65535:
-        raise UsageError(f"--listen: port {port} is out of range")
-    return host, int(port)
 
 
 @click.command(context_settings=CONTEXT)
@@ -60,7 +51,6 @@ def _listen(value: str) -> tuple[str, int]:
 )
 @allow_host_option
 @timeout_options
-@handle_errors
 def ui(
     db: Path | None,
     listen: str,
@@ -86,7 +76,7 @@ def ui(
     from acp_proxy.ui.server import make_server, serve_until_interrupted
     from acp_proxy.ui.state import UiConfig
 
-    host, port = _listen(listen)
+    host, port = listen_address(listen)
     config = UiConfig(
         db_path(db),
         host,
@@ -116,7 +106,6 @@ def ui(
 @click.option("--limit", type=Int(), default=50, show_default=True, help="At most this many hits.")
 @json_option
 @output_options
-@handle_errors
 def search(
     db: Path | None, query: str, capture: str | None, limit: int, as_json: bool, no_pager: bool
 ) -> None:

@@ -4,58 +4,46 @@
 WebSocket agent (``--upstream URL``: man in the middle) or to a fresh local stdio agent
 process (``-- CMD …``). ``record --upstream URL`` makes our stdin/stdout a stdio client of
 a remote WebSocket agent. The sessions are in :mod:`acp_proxy.relay.listener` and
-:mod:`acp_proxy.relay.bridge`, the relay core in :mod:`acp_proxy.relay.core`.
+:mod:`acp_proxy.relay.bridge`, the relay core in :mod:`acp_proxy.relay.pump`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from acp_proxy.cli.common import CONTEXT, db_path, echo, fail, handle_errors
+from acp_proxy.cli.common import CONTEXT, agent_command, db_path, echo
 from acp_proxy.cli.listening import allow_origin_option, listener_options, timeouts_of, token_option
-from acp_proxy.cli.options import db_option
+from acp_proxy.cli.options import db_option, grace_option
 from acp_proxy.cli.otel import live_recorder_env, otel_options
-from acp_proxy.errors import ProxyError, UsageError
+from acp_proxy.errors import UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
-from acp_proxy.relay.admission import (
+from acp_proxy.relay.bridge import bridge_stdio_client
+from acp_proxy.relay.config import ServeConfig
+from acp_proxy.relay.core.admission import (
     Admission,
-    ServeConfig,
     check_listen_address,
     check_token,
     hosts_for,
+    listen_address,
 )
-from acp_proxy.relay.bridge import bridge_stdio_client
 from acp_proxy.relay.listener import serve
+from acp_proxy.transports.signals import on_stop_signals
 from acp_proxy.transports.websocket import WsSettings
 
 __all__ = [
     "listener_settings",
-    "parse_listen_option",
     "record_upstream",
     "serve_until_signal",
     "ws",
 ]
-
-
-def parse_listen_option(value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit():
-        raise UsageError(f"--listen wants HOST:PORT (e.g. 127.0.0.1:8765), not {value!r}")
-    host = host.strip("[]") or "127.0.0.1"
-    n = int(port)
-    if n > 65535:
-        raise UsageError(f"--listen port {n} is out of range")
-    return host, n
 
 
 def listener_settings(
@@ -108,31 +96,22 @@ def record_upstream(
     keep_secrets: bool = False,
     recorder_env: dict[str, str] | None = None,
 ) -> int:
-    """Bridge our stdio to a remote WebSocket agent, recording both legs."""
+    """Bridge our stdio to a remote WebSocket agent, recording both legs; the exit status
+    (0, or 128+N after signal N; an upstream that fails raises
+    :class:`~acp_proxy.errors.PeerError`)."""
     if not url.startswith(("ws://", "wss://")):
-        echo(f"acp-proxy: error: --upstream wants a ws:// or wss:// URL, not {url!r}", err=True)
-        return 2
-    try:
-        pairs = parse_headers(headers)
-    except UsageError as e:
-        echo(f"acp-proxy: error: {e}", err=True)
-        return 2
+        raise UsageError(f"--upstream wants a ws:// or wss:// URL, not {url!r}")
+    pairs = parse_headers(headers)
     tune_relay_process()
     writer = RecorderLink(db, recorder_env=recorder_env)
-    code = 1
     try:
-        code = asyncio.run(
+        return asyncio.run(
             bridge_stdio_client(url, writer, label=label, headers=pairs, keep_secrets=keep_secrets)
         )
-    except ProxyError as e:
-        echo(f"acp-proxy: error: {e}", err=True)
-        code = e.exit_code
     except KeyboardInterrupt:  # before the connection was up (later, SIGINT is handled)
-        code = 128 + signal.SIGINT
+        return 128 + signal.SIGINT
     finally:
         writer.close()
-        sys.stderr.flush()
-    return code
 
 
 @click.command(
@@ -150,16 +129,9 @@ def record_upstream(
     help="Send keepalive pings on both legs every N seconds (default: never).",
 )
 @click.option("--record-secrets", is_flag=True, hidden=True)  # the earlier name
-@click.option(
-    "--grace",
-    type=float,
-    default=3.0,
-    show_default=True,
-    help="Seconds an agent gets after its client left before it is terminated.",
-)
+@grace_option("Seconds an agent gets after its client left before it is terminated.")
 @otel_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-@handle_errors
 def ws(
     db: Path | None,
     listen: str,
@@ -196,16 +168,14 @@ def ws(
     the query are relayed upstream; the upstream's subprotocol, Acp-Connection-Id and
     Set-Cookie come back. Browser origins are refused unless allowed with --allow-origin.
     """
-    argv = list(command)
-    if argv and argv[0] == "--":
-        argv = argv[1:]
+    argv = agent_command(command)
     if (upstream is None) == (not argv):
-        fail("give either --upstream URL or an agent command after --, not both or neither", 2)
+        raise UsageError(
+            "give either --upstream URL or an agent command after --, not both or neither"
+        )
     if upstream is not None and not upstream.startswith(("ws://", "wss://")):
         raise UsageError(f"--upstream wants a ws:// or wss:// URL, not {upstream!r}")
-    if grace < 0:
-        raise UsageError("--grace must be zero or more seconds")
-    host, port = parse_listen_option(listen)
+    host, port = listen_address(listen)
     if argv:
         from acp_proxy.transports.stdio import check_command
 
@@ -242,16 +212,13 @@ async def serve_until_signal(
     config: ServeConfig, writer: RecorderLink, serve_fn: Any = None
 ) -> None:
     """Run a listener (``serve_fn``: the WebSocket one by default, or the HTTP one) until
-    SIGINT, SIGTERM or SIGHUP, saying where it listens once it does."""
+    a stop signal (SIGINT, SIGTERM, SIGHUP), saying where it listens once it does."""
     serve_fn = serve if serve_fn is None else serve_fn
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(s, stop.set)
     target = config.upstream or " ".join(config.command or ())
 
     def ready(url: str) -> None:
         echo(f"acp-proxy: listening on {url} → {target} (pid {os.getpid()})", err=True)
 
-    await serve_fn(config, writer, stop, ready=ready)
+    with on_stop_signals(lambda _signum: stop.set()):
+        await serve_fn(config, writer, stop, ready=ready)

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from acp_proxy.demo import client
-from acp_proxy.errors import ProxyError
+from acp_proxy.errors import LocalError
 from acp_proxy.store.reader import Store
 
 __all__ = ["proxy_argv", "run_demo"]
@@ -39,16 +39,14 @@ def run_demo(db: Path) -> int:
     with tempfile.TemporaryDirectory(prefix="acp-demo-") as tmp:
         code, proxy_pid = client.run(proxy_argv(db, *AGENT), Path(tmp))
     if code != 0:
-        raise ProxyError(f"the demo session did not go as expected (client exit {code})")
+        raise LocalError(f"the demo session did not go as expected (client exit {code})")
     store = Store(db)
     try:
-        rows = list(
-            store.db.query(
-                "SELECT id FROM captures WHERE proxy_pid = ? ORDER BY id DESC LIMIT 1", [proxy_pid]
-            )
+        rows = store.dicts(
+            "SELECT id FROM captures WHERE proxy_pid = ? ORDER BY id DESC LIMIT 1", [proxy_pid]
         )
     finally:
         store.close()
     if not rows:
-        raise ProxyError(f"the demo ran but no capture was recorded in {db}")
+        raise LocalError(f"the demo ran but no capture was recorded in {db}")
     return int(rows[0]["id"])

@@ -1,13 +1,25 @@
-"""What every event kind shares: the base class and the defensive readers of a detail."""
+"""What every event kind shares: the base class, and the defensive readers of a detail.
+
+An event is written as a value of its kind's class (``tap.event(Spawn(pid=…, argv=…))``);
+:meth:`Event.detail` is the JSON object stored for it: its fields in the order the class
+declares them, those left :data:`UNSET` out. An event read back is a mapping from the
+database or from a file, never trusted to have the fields its class declares: the
+readable line (:meth:`Event.line`) reads it with :func:`text`, :func:`number` and
+:func:`mapping`, which leave out what is missing or ill-typed.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 __all__ = [
+    "UNSET",
     "D",
     "Event",
+    "Unset",
     "by",
     "generic",
     "join",
@@ -57,11 +69,33 @@ def paren(*parts: str | None) -> str:
     return f" ({inner})" if inner else ""
 
 
+class Unset(enum.Enum):
+    """The type of :data:`UNSET`: a field the event leaves out of its detail."""
+
+    UNSET = "unset"
+
+
+UNSET: Final = Unset.UNSET
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class Event:
-    """Base of the kinds: each says what it means (its docstring) and how it reads."""
+    """Base of the kinds: each says what it means (its docstring), what it holds (its
+    fields) and how it reads (:meth:`line`)."""
 
     kind: ClassVar[str] = ""
     bad: ClassVar[bool] = False
+
+    def detail(self) -> dict[str, Any]:
+        """The JSON object stored for this event: every field but those left unset, in
+        the order declared (a trailing ``_`` dropped from a name: ``bytes_`` is stored
+        as ``bytes``)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is not UNSET:
+                out[f.name.rstrip("_")] = value
+        return out
 
     @classmethod
     def line(cls, d: D) -> str:

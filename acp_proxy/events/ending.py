@@ -18,7 +18,7 @@ peer of a connection — and how:
 ==========================  ===================================================================
 
 A request left unanswered says something about the agent only when the agent ended the
-capture itself (:attr:`Ending.blames_agent`): one cut short by the client or the proxy is no
+capture itself (:attr:`CaptureEnd.blames_agent`): one cut short by the client or the proxy is no
 peer's fault (``acp-proxy check`` notes it, it does not blame the agent).
 """
 
@@ -29,13 +29,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Ending", "capture_ending"]
+from acp_proxy.events.process import Signal, Terminate
+
+__all__ = ["CaptureEnd", "capture_ending"]
 
 _AGENT_PROCESS = ("stdio", "ws-stdio")  # transports where the agent is a process of ours
 
 
 @dataclass(frozen=True, slots=True)
-class Ending:
+class CaptureEnd:
     """``by``: ``agent``, ``client``, ``proxy`` or ``peer``; ``status``: the short text a
     listing shows; ``why``: what it means for a request left unanswered."""
 
@@ -67,45 +69,45 @@ def _signame(n: Any) -> str:
         return f"signal {n}"
 
 
-def capture_ending(c: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> Ending | None:
+def capture_ending(c: Mapping[str, Any], events: Iterable[Mapping[str, Any]]) -> CaptureEnd | None:
     """How capture ``c`` ended (None: nothing says yet — it may still be running)."""
     told: str | None = None  # the client's signal, passed on
     ended: str | None = None  # the proxy's, after the grace
     for ev in events:
         kind = ev.get("kind")
-        if kind == "signal" and told is None:
+        if kind == Signal.kind and told is None:
             told = str(_detail(ev).get("signal") or "a signal")
-        elif kind == "terminate" and "group" not in _detail(ev):
+        elif kind == Terminate.kind and "group" not in _detail(ev):
             ended = str(_detail(ev).get("signal") or "a signal")
     transport = str(c.get("transport") or "")
     if told is not None:
-        return Ending("client", f"ended by client: {told}", f"the client ended it ({told})")
+        return CaptureEnd("client", f"ended by client: {told}", f"the client ended it ({told})")
     if c.get("end_reason") == "proxy_gone":
-        return Ending("proxy", "proxy killed", "the proxy was killed")
+        return CaptureEnd("proxy", "proxy killed", "the proxy was killed")
     if transport in _AGENT_PROCESS:
         return _agent_ending(c, ended)
     return _connection_ending(c)
 
 
-def _agent_ending(c: Mapping[str, Any], ended: str | None) -> Ending | None:
+def _agent_ending(c: Mapping[str, Any], ended: str | None) -> CaptureEnd | None:
     if ended is not None:
-        return Ending("proxy", f"ended by proxy: {ended}",
+        return CaptureEnd("proxy", f"ended by proxy: {ended}",
                       f"the proxy ended the agent after the client left ({ended})")  # fmt: skip
     sig, code = c.get("exit_signal"), c.get("exit_code")
     if sig:
         name = _signame(sig)
-        return Ending("agent", f"died of {name}", f"agent died of {name}")
+        return CaptureEnd("agent", f"died of {name}", f"agent died of {name}")
     if code is not None:
-        return Ending("agent", f"exit {code}", f"agent exited {code}")
+        return CaptureEnd("agent", f"exit {code}", f"agent exited {code}")
     return None
 
 
-def _connection_ending(c: Mapping[str, Any]) -> Ending | None:
+def _connection_ending(c: Mapping[str, Any]) -> CaptureEnd | None:
     reason = c.get("end_reason")
     if reason not in (None, "closed", "not_recorded"):
-        return Ending("peer", str(reason), str(reason))  # refused 401, upstream failed 502
+        return CaptureEnd("peer", str(reason), str(reason))  # refused 401, upstream failed 502
     if c.get("transport") == "stdio-ws" and c.get("exit_code") == 4:
-        return Ending("peer", "upstream failed", "the remote agent failed or went away")
+        return CaptureEnd("peer", "upstream failed", "the remote agent failed or went away")
     if reason == "closed" or c.get("ended_at") is not None:
-        return Ending("peer", "closed", "the connection closed")
+        return CaptureEnd("peer", "closed", "the connection closed")
     return None

@@ -20,7 +20,7 @@ from urllib.parse import quote, urlsplit
 import orjson
 
 from acp_proxy import __version__
-from acp_proxy.export.redact import Redactor
+from acp_proxy.export.core.redact import Redactor
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.store.reader import StoredFrame
 

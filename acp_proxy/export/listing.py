@@ -13,7 +13,6 @@ frame is folded instead; either way the bytes written are those of one
 
 from __future__ import annotations
 
-import gc
 import itertools
 import os
 import tempfile
@@ -21,6 +20,7 @@ from array import array
 from collections.abc import Iterable, Iterator
 from typing import IO, Any, Protocol
 
+from acp_proxy import collector
 from acp_proxy.reconstruct.fold import Reconstruction
 from acp_proxy.reconstruct.stream import PARTS, SELECTIONS, Hints, NotStreamable, stream_view
 from acp_proxy.reconstruct.views import change_json, terminal_json, tool_json
@@ -139,9 +139,7 @@ def write_view(
     :class:`~acp_proxy.reconstruct.stream.NotStreamable` is raised instead, with nothing
     written."""
     progress = progress or _Quiet()
-    paused = gc.isenabled()  # the folds make no cycles (see reconstruct.fold.reconstruct)
-    gc.disable()
-    try:
+    with collector.paused():  # the folds make no cycles
         try:
             _write_streamed(source, view, out, at, session, progress)
             return
@@ -152,9 +150,6 @@ def write_view(
         first = next(items, None)  # the fold is done: what is left is writing
         progress.clear()
         write_list(out, [] if first is None else itertools.chain([first], items))
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _write_streamed(

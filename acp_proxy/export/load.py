@@ -1,8 +1,8 @@
 """``acp-proxy import``: jsonl exports back into the database as captures.
 
 What belongs here: turning the lines of an export (ours, redacted or not) into the records
-a recorder reads (:mod:`acp_proxy.record.wire`) and feeding them through the recorder's
-own :class:`~acp_proxy.record.core.Core` into :class:`~acp_proxy.record.sqlite.Database`,
+a recorder reads (:mod:`acp_proxy.record.core.wire`) and feeding them through the recorder's
+own :class:`~acp_proxy.record.core.machine.Core` into :class:`~acp_proxy.record.sqlite.Database`,
 so classification, pairing, latencies, batch items and the ``initialize`` fields are
 computed exactly as for a live capture.
 
@@ -27,10 +27,10 @@ import orjson
 from acp_proxy.errors import UsageError
 from acp_proxy.export.jsonl import ExportLine, read_lines
 from acp_proxy.protocol.frames import Direction, Opcode
-from acp_proxy.record.core import Core
-from acp_proxy.record.rows import CaptureFields, FrameRow
+from acp_proxy.record.core.machine import Core
+from acp_proxy.record.core.rows import CaptureFields, FrameRow
+from acp_proxy.record.core.wire import Flag, Record, Stream, Type
 from acp_proxy.record.sqlite import Database
-from acp_proxy.record.wire import Flag, Record, Stream, Type
 from acp_proxy.store.db import now_iso
 
 __all__ = ["Imported", "import_file", "read_export"]

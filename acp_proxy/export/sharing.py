@@ -1,6 +1,6 @@
 """Redaction applied to what an export writes: stored frames, capture metadata, stderr, events.
 
-What belongs here: the glue between :mod:`acp_proxy.export.redact` (which decides and
+What belongs here: the glue between :mod:`acp_proxy.export.core.redact` (which decides and
 replaces) and the export formats (which take :class:`~acp_proxy.store.reader.StoredFrame`
 values and a capture's row): the redacted frames with their derived fields redacted the
 same way, what each changed frame records (``sha256`` of its original bytes, the rules),
@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from acp_proxy.export.redact import Redactor
+from acp_proxy.export.core.redact import Redactor
 from acp_proxy.store.reader import StoredFrame
 
 __all__ = [

@@ -17,8 +17,8 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.export.core.redact import Redactor
 from acp_proxy.export.jsonl import capture_object, event_object, stderr_object, write_jsonl
-from acp_proxy.export.redact import Redactor
 from acp_proxy.export.sharing import redact_capture, redact_log, redact_stored, summary_lines
 from acp_proxy.store.refs import Source
 from acp_proxy.text.safe import json_visible_bytes

@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from acp_proxy.api import Capture, Recordings
-from acp_proxy.export.redact import Redactor
+from acp_proxy.export.core.redact import Redactor
 from acp_proxy.export.sharing import redact_value
 
 __all__ = ["FRAME_CHARS", "MAX_CHARS", "ONE_FRAME_CHARS", "Tools", "delimited"]

@@ -2,14 +2,16 @@
 
 What belongs here: :class:`LiveTelemetry`, which the recorder process
 (:mod:`acp_proxy.record.child`) feeds with the rows it has just committed. It folds each
-capture's frames with :class:`~acp_proxy.otel.fold.TraceFold` and hands spans to a
+capture's frames with :class:`~acp_proxy.otel.core.fold.TraceFold` and hands spans to a
 :class:`~acp_proxy.otel.sdk.Sender` as soon as they are settled: a turn's spans (the turn,
 its tool calls, permission waits, terminals and requests) when the turn ends, everything
 else when the capture ends. The relay never sees any of it: it only appends to its
 journal, so a slow or dead collector costs dropped telemetry, never a delayed frame.
 
-The relay asks for it with the ``ACP_PROXY_OTEL`` variable in the recorder's environment
-(:func:`recorder_env`); the standard ``OTEL_*`` variables are read by the exporter.
+The relay asks for it in the recorder's environment (:func:`recorder_env`): it names
+:func:`from_env` as the recorder's observer (``record.child.OBSERVER_ENV``: recording does
+not import telemetry) and gives the settings in ``ACP_PROXY_OTEL``; the standard ``OTEL_*``
+variables are read by the exporter.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ from pathlib import Path
 
 import orjson
 
-from acp_proxy import __version__
+from acp_proxy import __version__, events
 from acp_proxy.errors import UsageError
-from acp_proxy.otel.fold import CaptureInfo, TraceFold, capture_info
-from acp_proxy.otel.mapping import resource, spans
-from acp_proxy.otel.model import AttrValue, latest_semconv
+from acp_proxy.otel.core.fold import CaptureInfo, TraceFold, capture_info
+from acp_proxy.otel.core.mapping import resource, spans
+from acp_proxy.otel.core.model import AttrValue, latest_semconv
 from acp_proxy.protocol.frames import Direction, Frame
-from acp_proxy.record.rows import CaptureFields, FrameRow, OpenRow, Row
+from acp_proxy.record.child import OBSERVER_ENV
+from acp_proxy.record.core.rows import CaptureFields, FrameRow, OpenRow, Row
 
 __all__ = ["ENV", "FLUSH_S", "LiveTelemetry", "from_env", "recorder_env"]
 
@@ -42,7 +45,10 @@ the collector to take the last spans."""
 
 def recorder_env(endpoint: str | None, content: bool) -> dict[str, str]:
     """What the relay puts in its recorder's environment to turn live spans on."""
-    return {ENV: orjson.dumps({"endpoint": endpoint, "content": content}).decode()}
+    return {
+        OBSERVER_ENV: f"{__name__}:{from_env.__name__}",
+        ENV: orjson.dumps({"endpoint": endpoint, "content": content}).decode(),
+    }
 
 
 @dataclass(slots=True)
@@ -132,10 +138,11 @@ def _note_drops(db: Path, by_uid: Mapping[str, int]) -> None:
         try:
             with conn:
                 for uid, n in by_uid.items():
+                    event = events.OtelDropped(spans=n)
                     conn.execute(
                         "INSERT INTO events (capture_id, t_ns, kind, detail) SELECT id, "
-                        "COALESCE(ended_ns, 0), 'otel_dropped', ? FROM captures WHERE uid = ?",
-                        [orjson.dumps({"spans": n}).decode(), uid],
+                        "COALESCE(ended_ns, 0), ?, ? FROM captures WHERE uid = ?",
+                        [event.kind, orjson.dumps(event.detail()).decode(), uid],
                     )
         finally:
             conn.close()

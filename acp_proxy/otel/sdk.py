@@ -1,7 +1,7 @@
 """The official OpenTelemetry SDK as the way out: spans to an OTLP/HTTP endpoint.
 
 What belongs here: :func:`require` (the one check that the ``acp-proxy[otel]`` extra is
-installed), turning :class:`~acp_proxy.otel.model.SpanData` into the SDK's
+installed), turning :class:`~acp_proxy.otel.core.model.SpanData` into the SDK's
 ``ReadableSpan`` with our own deterministic ids, and :class:`Sender`: a bounded queue in
 front of the SDK's ``OTLPSpanExporter``, drained by one thread. A slow or dead collector
 fills the queue; what does not fit is dropped and counted, never waited for. The exporter
@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from acp_proxy.errors import UsageError
-from acp_proxy.otel.model import AttrValue, SpanData
+from acp_proxy.otel.core.model import AttrValue, SpanData
 
 __all__ = ["EXTRA_MISSING", "Sender", "require", "traces_endpoint"]
 

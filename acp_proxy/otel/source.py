@@ -2,7 +2,7 @@
 and ``otel push`` send.
 
 What belongs here: folding a stored capture (a database row and its frames, or a ``jsonl``
-export) with :class:`~acp_proxy.otel.fold.TraceFold` and mapping it, with the resource
+export) with :class:`~acp_proxy.otel.core.fold.TraceFold` and mapping it, with the resource
 built from the capture and the standard ``OTEL_SERVICE_NAME``/``OTEL_RESOURCE_ATTRIBUTES``.
 """
 
@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from acp_proxy import __version__
-from acp_proxy.otel.fold import CaptureInfo, TraceFold, capture_info
-from acp_proxy.otel.mapping import resource, spans
-from acp_proxy.otel.model import AttrValue, SpanData, latest_semconv
+from acp_proxy.otel.core.fold import CaptureInfo, TraceFold, capture_info
+from acp_proxy.otel.core.mapping import resource, spans
+from acp_proxy.otel.core.model import AttrValue, SpanData, latest_semconv
 from acp_proxy.protocol.frames import Frame
 
 __all__ = ["Traced", "trace_capture"]

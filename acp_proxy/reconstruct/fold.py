@@ -12,10 +12,10 @@ turn, who owns a terminal).
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable
 from typing import Any
 
+from acp_proxy import collector
 from acp_proxy.protocol.envelopes import MCP_METHODS, is_initialize
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.protocol.jsonrpc import id_token
@@ -25,7 +25,7 @@ from acp_proxy.reconstruct.session import Permission, Retry, Turn
 from acp_proxy.reconstruct.terminals import TerminalEvent
 from acp_proxy.reconstruct.tools import StatusChange, apply_v1, apply_v2
 from acp_proxy.reconstruct.updates import EVERYTHING, OUTPUT_UPDATES, Fold
-from acp_proxy.reconstruct.wire import Message, Pairer
+from acp_proxy.reconstruct.wire import Pairer, RpcMessage
 
 __all__ = ["OUTPUT_UPDATES", "TERMINAL_ANSWERS", "Reconstruction", "reconstruct"]
 
@@ -38,26 +38,19 @@ TERMINAL_ANSWERS = frozenset({"terminal/output", "terminal/wait_for_exit"})
 def reconstruct(frames: Iterable[Frame], *, at: int | None = None) -> Reconstruction:
     """Fold ``frames`` (in ``seq`` order); with ``at``, stop after the frame numbered ``at``.
 
-    The cyclic garbage collector is paused meanwhile: the fold allocates millions of small
-    containers and makes no cycles, and on a large capture repeated collections of the
-    growing heap cost a fifth of the time or more (``bench/bench_reconstruct.py``).
+    The cyclic garbage collector is paused meanwhile (:func:`acp_proxy.collector.paused`:
+    the fold makes no cycles).
     """
     r = Reconstruction()
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
+    with collector.paused():
         for frame in frames:
             if at is not None and frame.seq > at:
                 break
             r.feed(frame)
-    finally:
-        if paused:
-            gc.enable()
     return r
 
 
-def _key(m: Message) -> tuple[int, str | None]:
+def _key(m: RpcMessage) -> tuple[int, str | None]:
     return (m.seq, m.id)
 
 
@@ -93,14 +86,14 @@ class Reconstruction(Fold):
         for m in self._pairer.messages(frame):
             self.take(m)
 
-    def take(self, m: Message) -> None:
+    def take(self, m: RpcMessage) -> None:
         """Fold one message (its response already paired with its request)."""
         if m.kind in ("request", "notification"):
             self._request(m)
         else:
             self._response(m)
 
-    def _request(self, m: Message) -> None:
+    def _request(self, m: RpcMessage) -> None:
         method = m.method or ""
         p = m.params
         if method == "session/update":
@@ -154,7 +147,7 @@ class Reconstruction(Fold):
                 self.replays.append(replay)
                 self._replaying[p["sessionId"]] = replay
 
-    def _response(self, m: Message) -> None:
+    def _response(self, m: RpcMessage) -> None:
         req = m.request
         if req is None:
             return
@@ -224,7 +217,7 @@ class Reconstruction(Fold):
                 s = self.session(sid, m)
                 s.set_config(r.get("configOptions"), m.seq, m.t_ns, "client")
 
-    def _replay_answered(self, req: Message, m: Message) -> None:
+    def _replay_answered(self, req: RpcMessage, m: RpcMessage) -> None:
         """The answer to a ``session/load`` or ``session/resume``: the end of its replay,
         and of its children's (§13.2)."""
         for replay in reversed(self.replays):
@@ -237,7 +230,7 @@ class Reconstruction(Fold):
 
     # -- turns (§6.2), retried prompts (§13.3) ----------------------------------------
 
-    def _prompt(self, m: Message, p: dict[str, Any]) -> None:
+    def _prompt(self, m: RpcMessage, p: dict[str, Any]) -> None:
         sid = p.get("sessionId")
         sid = sid if isinstance(sid, str) else None
         key = p.get("idempotencyKey") if self.v2 else None
@@ -257,7 +250,7 @@ class Reconstruction(Fold):
         if sid is not None:
             self._open[sid] = turn
 
-    def _prompt_answered(self, turn: Turn, m: Message, r: dict[str, Any]) -> None:
+    def _prompt_answered(self, turn: Turn, m: RpcMessage, r: dict[str, Any]) -> None:
         """v1: the response ends the turn. v2: it acknowledges (``messageId``); ``idle``
         ends it — unless it is an error, after which no idle follows."""
         error = m.body.get("error") if m.kind == "error" else None
@@ -272,7 +265,7 @@ class Reconstruction(Fold):
 
     # -- permissions (§6.4) -------------------------------------------------------------
 
-    def _permission(self, m: Message, p: dict[str, Any]) -> None:
+    def _permission(self, m: RpcMessage, p: dict[str, Any]) -> None:
         sid = m.session_id
         tool_call = p.get("toolCall") if isinstance(p.get("toolCall"), dict) else None
         subject = p.get("subject") if isinstance(p.get("subject"), dict) else None
@@ -314,7 +307,9 @@ class Reconstruction(Fold):
         if turn is not None:
             turn.permissions.append(perm)
 
-    def _permission_tool_call(self, sid: str, tcid: str, inner: dict[str, Any], m: Message) -> None:
+    def _permission_tool_call(
+        self, sid: str, tcid: str, inner: dict[str, Any], m: RpcMessage
+    ) -> None:
         """A permission's tool call is applied as an update, as a client shows it."""
         tc = self._find_tool_call((sid, tcid))
         if tc is None:

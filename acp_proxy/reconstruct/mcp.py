@@ -16,7 +16,7 @@ from typing import Any
 
 from acp_proxy.protocol.envelopes import mcp_message
 from acp_proxy.protocol.frames import Direction
-from acp_proxy.reconstruct.wire import Message
+from acp_proxy.reconstruct.wire import RpcMessage
 
 __all__ = ["McpCall", "McpCalls"]
 
@@ -57,7 +57,7 @@ class McpCalls:
         self._by_request_id: dict[tuple[str | None, str], McpCall] = {}
         self._servers: dict[str, str] = {}  # older generations: connectionId -> server
 
-    def request(self, m: Message) -> None:
+    def request(self, m: RpcMessage) -> None:
         carried = mcp_message(m.method, m.params)
         if carried is None:
             return
@@ -84,7 +84,7 @@ class McpCalls:
         if carried.request_id is not None:
             self._by_request_id[(server, carried.request_id)] = call
 
-    def response(self, m: Message) -> None:
+    def response(self, m: RpcMessage) -> None:
         req = m.request
         call = self._open.pop((req.seq, req.id), None) if req is not None else None
         if call is None:

@@ -40,7 +40,7 @@ from acp_proxy.reconstruct.terminals import Terminal
 from acp_proxy.reconstruct.tools import ToolCall
 from acp_proxy.reconstruct.updates import FILES, TERMINALS, TOOL_UPDATES, TOOLS, Key
 from acp_proxy.reconstruct.views import change_json, terminal_json, tool_json
-from acp_proxy.reconstruct.wire import Message, StoredPairs
+from acp_proxy.reconstruct.wire import RpcMessage, StoredPairs
 
 __all__ = [
     "PARTS",
@@ -186,7 +186,7 @@ class _Streaming(Reconstruction):
         super()._add_terminal(key, t)
         self._schedule(key)
 
-    def _anchor(self, tc: ToolCall, tid: str, m: Message) -> None:
+    def _anchor(self, tc: ToolCall, tid: str, m: RpcMessage) -> None:
         # an update of a tool call may send its content again: an anchor the terminal
         # already had changes nothing, also once the terminal is written out
         if tc.tool_call_id not in self._gone_terminals.get((tc.session_id, tid), ()):
@@ -199,14 +199,14 @@ class _Streaming(Reconstruction):
             heapq.heappush(self.due, (last, self._count, key))
         self._count += 1
 
-    def ask(self, m: Message) -> None:
+    def ask(self, m: RpcMessage) -> None:
         """A request folded: one whose answer will change a terminal keeps it open."""
         if self._keep_terminals and m.method in TERMINAL_ANSWERS:
             tid = m.params.get("terminalId")
             if isinstance(tid, str):
                 self._asked[tid] = self._asked.get(tid, 0) + 1
 
-    def _answered(self, request: Message, seq: int) -> None:
+    def _answered(self, request: RpcMessage, seq: int) -> None:
         tid = request.params.get("terminalId")
         if not isinstance(tid, str) or tid not in self._asked:
             return
@@ -252,7 +252,7 @@ class _Streaming(Reconstruction):
             self._count += 1
         self.files.changes.clear()
 
-    def _response(self, m: Message) -> None:
+    def _response(self, m: RpcMessage) -> None:
         super()._response(m)
         if m.request is not None and self._keep_terminals:
             self._answered(m.request, m.seq)

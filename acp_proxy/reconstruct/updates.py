@@ -34,7 +34,7 @@ from acp_proxy.reconstruct.tools import (
     apply_v1,
     apply_v2,
 )
-from acp_proxy.reconstruct.wire import Message
+from acp_proxy.reconstruct.wire import RpcMessage
 
 __all__ = [
     "EVERYTHING",
@@ -111,7 +111,7 @@ class Fold:
     def v2(self) -> bool:
         return (self.protocol_version or 1) >= 2
 
-    def session(self, sid: str, m: Message) -> SessionState:
+    def session(self, sid: str, m: RpcMessage) -> SessionState:
         s = self.sessions.get(sid)
         if s is None:
             s = self.sessions[sid] = SessionState(sid, m.seq, m.t_ns)
@@ -133,7 +133,7 @@ class Fold:
 
     # -- session/update (§5) ------------------------------------------------------------
 
-    def _update(self, m: Message, p: dict[str, Any]) -> None:
+    def _update(self, m: RpcMessage, p: dict[str, Any]) -> None:
         u = p.get("update")
         if not isinstance(u, dict):
             return
@@ -169,7 +169,7 @@ class Fold:
             self._session_update(s, kind, u, m, turn)
 
     def _session_update(
-        self, s: SessionState, kind: Any, u: dict[str, Any], m: Message, turn: Turn | None
+        self, s: SessionState, kind: Any, u: dict[str, Any], m: RpcMessage, turn: Turn | None
     ) -> None:
         seq, t = m.seq, m.t_ns
         if kind in ("agent_message_chunk", "agent_thought_chunk"):
@@ -207,7 +207,7 @@ class Fold:
             name = str(kind)
             s.unknown_updates[name] = s.unknown_updates.get(name, 0) + 1
 
-    def _state(self, s: SessionState, u: dict[str, Any], m: Message) -> None:
+    def _state(self, s: SessionState, u: dict[str, Any], m: RpcMessage) -> None:
         """v2 ``state_update``; ``idle`` ends the open turn with its ``stopReason`` (§6.2)."""
         state = u.get("state")
         s.state = state if isinstance(state, str) else None
@@ -220,7 +220,7 @@ class Fold:
     # -- subagents, messages between sessions, replay markers (§13.1, §13.2) -------------
 
     def _tree(
-        self, sid: str, kind: str, u: dict[str, Any], m: Message, replay: Replay | None
+        self, sid: str, kind: str, u: dict[str, Any], m: RpcMessage, replay: Replay | None
     ) -> None:
         if kind == "replay_complete":
             if replay is not None:
@@ -255,14 +255,16 @@ class Fold:
 
     # -- tool calls (§6.1) --------------------------------------------------------------
 
-    def _new_tool_call(self, sid: str, tcid: str, m: Message) -> ToolCall:
+    def _new_tool_call(self, sid: str, tcid: str, m: RpcMessage) -> ToolCall:
         """A tool call first seen at ``m``; kept unless this fold keeps no tool calls."""
         tc = ToolCall(sid, tcid, m.seq, m.t_ns)
         if self._keep_tools:
             self._add_tool_call((sid, tcid), tc)
         return tc
 
-    def _tool(self, sid: str, kind: str, u: dict[str, Any], m: Message, turn: Turn | None) -> None:
+    def _tool(
+        self, sid: str, kind: str, u: dict[str, Any], m: RpcMessage, turn: Turn | None
+    ) -> None:
         tcid = u.get("toolCallId")
         if not isinstance(tcid, str):
             return
@@ -291,7 +293,7 @@ class Fold:
         if tc.content is not before:
             self._content(tc, tc.content, m)
 
-    def _content(self, tc: ToolCall, items: list[Any], m: Message) -> None:
+    def _content(self, tc: ToolCall, items: list[Any], m: RpcMessage) -> None:
         """Link terminal anchors and record diffs found in tool call content (§6.3): the
         items this update set (what they link does not depend on earlier updates)."""
         for item in items:
@@ -316,13 +318,13 @@ class Fold:
                 if sub is not None and tc.tool_call_id not in sub.tool_call_ids:
                     sub.tool_call_ids.append(tc.tool_call_id)
 
-    def _anchor(self, tc: ToolCall, tid: str, m: Message) -> None:
+    def _anchor(self, tc: ToolCall, tid: str, m: RpcMessage) -> None:
         term = self._terminal(tc.session_id, tid, m)
         if term is not None and tc.tool_call_id not in term.tool_call_ids:
             term.tool_call_ids.append(tc.tool_call_id)
             term.events.append(TerminalEvent(m.seq, m.t_ns, "anchor", detail=tc.tool_call_id))
 
-    def _diff(self, tc: ToolCall, item: dict[str, Any], m: Message) -> None:
+    def _diff(self, tc: ToolCall, item: dict[str, Any], m: RpcMessage) -> None:
         # a digest, not the diff itself: a capture repeats its diffs in every update of the
         # tool call, and keeping each text twice doubles the memory
         dumped = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
@@ -340,7 +342,7 @@ class Fold:
     # -- terminals (§6.3) ---------------------------------------------------------------
 
     def _terminal(
-        self, sid: str | None, tid: Any, m: Message, owner: str | None = None
+        self, sid: str | None, tid: Any, m: RpcMessage, owner: str | None = None
     ) -> Terminal | None:
         if not isinstance(tid, str):
             return None

@@ -18,13 +18,13 @@ from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.protocol.jsonrpc import decode, id_token
 from acp_proxy.protocol.pairing import Pairing
 
-__all__ = ["Message", "Pairer", "StoredPairs", "parse", "read_message"]
+__all__ = ["Pairer", "RpcMessage", "StoredPairs", "parse", "read_message"]
 
 _EMPTY: dict[str, Any] = {}
 
 
 @dataclass(slots=True)
-class Message:
+class RpcMessage:
     """One JSON-RPC message of a frame.
 
     ``kind`` is ``request``, ``notification``, ``response`` or ``error``. For a response,
@@ -38,7 +38,7 @@ class Message:
     method: str | None
     id: str | None
     body: dict[str, Any]
-    request: Message | None = None
+    request: RpcMessage | None = None
 
     @property
     def params(self) -> dict[str, Any]:
@@ -71,7 +71,9 @@ def parse(raw: bytes) -> Any:
         return decode(raw)
 
 
-def read_message(seq: int, t_ns: int, direction: Direction, body: dict[str, Any]) -> Message | None:
+def read_message(
+    seq: int, t_ns: int, direction: Direction, body: dict[str, Any]
+) -> RpcMessage | None:
     """What one JSON object is: a request or notification (a string ``method``), else a
     response or an error (an ``id`` and ``result`` or ``error``), else nothing; unpaired."""
     method = body.get("method")
@@ -79,7 +81,7 @@ def read_message(seq: int, t_ns: int, direction: Direction, body: dict[str, Any]
     ident = id_token(body["id"]) if has_id else None
     if isinstance(method, str):
         kind = "request" if has_id else "notification"
-        return Message(seq, t_ns, direction, kind, method, ident, body)
+        return RpcMessage(seq, t_ns, direction, kind, method, ident, body)
     if ident is None:
         return None
     if "error" in body:
@@ -88,22 +90,22 @@ def read_message(seq: int, t_ns: int, direction: Direction, body: dict[str, Any]
         kind = "response"
     else:
         return None
-    return Message(seq, t_ns, direction, kind, None, ident, body)
+    return RpcMessage(seq, t_ns, direction, kind, None, ident, body)
 
 
 class Pairer:
-    """Decodes frames into :class:`Message` values and pairs responses with requests."""
+    """Decodes frames into :class:`RpcMessage` values and pairs responses with requests."""
 
     __slots__ = ("_pairing",)
 
     def __init__(self) -> None:
-        self._pairing: Pairing[Message | None] = Pairing()
+        self._pairing: Pairing[RpcMessage | None] = Pairing()
 
-    def pending(self, direction: Direction, ident: str) -> Message | None:
+    def pending(self, direction: Direction, ident: str) -> RpcMessage | None:
         """The request ``direction`` sent under ``ident`` that is still unanswered."""
         return self._pairing.pending(direction, ident)
 
-    def messages(self, frame: Frame) -> list[Message]:
+    def messages(self, frame: Frame) -> list[RpcMessage]:
         value = parse(frame.raw)
         if isinstance(value, dict):
             m = self._one(frame, value)
@@ -120,7 +122,7 @@ class Pairer:
         self._pairing.unreadable(frame.direction, None)
         return []
 
-    def _one(self, frame: Frame, body: dict[str, Any]) -> Message | None:
+    def _one(self, frame: Frame, body: dict[str, Any]) -> RpcMessage | None:
         m = read_message(frame.seq, frame.t_ns, frame.direction, body)
         if m is None or m.id is None:
             return m
@@ -133,7 +135,7 @@ class Pairer:
 
 
 class StoredPairs:
-    """Decodes frames into :class:`Message` values paired as the recorder stored them: a
+    """Decodes frames into :class:`RpcMessage` values paired as the recorder stored them: a
     response names its request's ``seq`` (``messages.request_seq``, found by the same rule,
     :mod:`acp_proxy.protocol.pairing`, when it was recorded). For reading a selection of a
     capture's frames: only requests whose ``method`` is in ``remember`` are kept for their
@@ -144,11 +146,11 @@ class StoredPairs:
 
     def __init__(self, remember: frozenset[str]) -> None:
         self._remember = remember
-        self._requests: dict[int, Message] = {}
+        self._requests: dict[int, RpcMessage] = {}
 
     def message(
         self, seq: int, direction: Direction, t_ns: int, raw: bytes, request_seq: int | None
-    ) -> Message | None:
+    ) -> RpcMessage | None:
         try:  # parse(), without a call: once per frame of a large capture
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:

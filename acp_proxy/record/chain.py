@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from acp_proxy import events
 from acp_proxy.record.tap import Tap
 
 __all__ = ["CHAIN_ENV", "Link", "found", "handed", "join"]
@@ -50,5 +51,5 @@ def join(tap: Tap, environ: Mapping[str, str]) -> dict[str, str]:
     environment for the program it runs."""
     link = found(environ)
     if link is not None:
-        tap.event("chain", chain=link.chain, parent=link.parent, role="hop")
+        tap.event(events.Chain(chain=link.chain, parent=link.parent, role="hop"))
     return {**environ, CHAIN_ENV: handed(link, tap.meta.uid)}

@@ -12,23 +12,42 @@ Warnings go to stderr, which is a pipe the relay reads and passes on to its own
 nothing reads it, and what the recorder still has to say goes to ``DB.log`` (mode 0600) and
 into the capture's events (``recorder_note``), so the editor waiting for the relay's stderr to
 close is never held up by a recorder still catching up.
+
+Recording knows nothing of who else wants its rows. A relay that wants them seen as they
+are committed (live spans: :mod:`acp_proxy.otel.live`) names an :class:`Observer` in the
+recorder's environment (:data:`OBSERVER_ENV`, ``module:function``); the function is given
+the environment and the warning channel and returns the observer, or None.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gc
+import importlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Protocol
 
+from acp_proxy import collector
+from acp_proxy.record.core.rows import Row
 from acp_proxy.record.recorder import Recorder
 from acp_proxy.store.db import now_iso
+from acp_proxy.transports.signals import STOP_SIGNALS
 
-__all__ = ["main"]
+__all__ = ["OBSERVER_ENV", "Observer", "main"]
+
+OBSERVER_ENV = "ACP_PROXY_OBSERVER"
+"""``module:function`` (a module of this package) that makes the recorder's :class:`Observer`."""
+
+
+class Observer(Protocol):
+    """Sees each batch of rows once it is committed, and the end of the recording."""
+
+    def rows(self, rows: list[Row]) -> None: ...
+    def close(self, db: Path) -> object: ...
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,13 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         print("usage: python -m acp_proxy.record.child DB JOURNAL", file=sys.stderr)
         return 2
-    for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGXFSZ):
+    for s in (*STOP_SIGNALS, signal.SIGXFSZ):
         signal.signal(s, signal.SIG_IGN)
-    # Batches are many short-lived objects and no cycles: the cyclic collector only
-    # costs here (a third of the time at 200 B frames). The recorder runs it itself when
-    # idle, for the rare cycle (an exception's traceback, say).
-    gc.freeze()
-    gc.disable()
+    collector.for_recording()  # the recorder collects by itself when idle
     # Forward first, record second, in CPU time too: when the machine is busy (a flood),
     # the relay and its peers run first; the journal holds what the recorder has not read.
     with contextlib.suppress(OSError):
@@ -51,18 +66,30 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.suppress(OSError):
         os.set_blocking(2, False)  # a relay that does not read us never blocks us
     out = _Warnings(db)
-    telemetry = None
-    if os.environ.get("ACP_PROXY_OTEL"):  # live spans (acp_proxy.otel.live), off the relay
-        from acp_proxy.otel.live import from_env
-
-        telemetry = from_env(os.environ, out.warn)
-    observer = telemetry.rows if telemetry is not None else None
-    recorder = Recorder(db, args[1], 0, warn=out.warn, observer=observer)
+    observer = _observer(os.environ, out.warn)
+    recorder = Recorder(
+        db, args[1], 0, warn=out.warn, observer=observer.rows if observer is not None else None
+    )
     out.notes = recorder.note
     code = recorder.run()
-    if telemetry is not None:
-        telemetry.close(db)
+    if observer is not None:
+        observer.close(db)
     return code
+
+
+def _observer(environ: Mapping[str, str], warn: Callable[[str], None]) -> Observer | None:
+    """The observer the relay named in :data:`OBSERVER_ENV`, if any (one outside this
+    package is not imported: the variable says which of ours, nothing more)."""
+    target = environ.get(OBSERVER_ENV)
+    if not target:
+        return None
+    module, _, attr = target.partition(":")
+    if not module.startswith("acp_proxy."):
+        warn(f"warning: {OBSERVER_ENV}={target!r} is not one of acp-proxy's; ignored")
+        return None
+    make: Callable[[Mapping[str, str], Callable[[str], None]], Observer | None]
+    make = getattr(importlib.import_module(module), attr)
+    return make(environ, warn)
 
 
 class _Warnings:

@@ -1,6 +1,6 @@
 """Following a journal: the recorder's end of what a relay writes.
 
-What belongs here: :class:`JournalReader`, which reads records (:mod:`acp_proxy.record.wire`)
+What belongs here: :class:`JournalReader`, which reads records (:mod:`acp_proxy.record.core.wire`)
 in order from a position on, across the journal's segments
 (:mod:`acp_proxy.record.journal`), waits on the doorbell pipe for more, and ends once the
 doorbell is closed (the relay is gone) and everything was read. Its :attr:`position` is
@@ -14,8 +14,9 @@ import select
 from pathlib import Path
 from typing import Any
 
-from acp_proxy.record.journal import position, segment_path, split_position
-from acp_proxy.record.wire import HEADER_SIZE, Record, RecordReader, Type
+from acp_proxy.record.core.wire import HEADER_SIZE, Record, RecordReader, Type
+from acp_proxy.record.journal import position, split_position
+from acp_proxy.record.spill import segment_path
 
 __all__ = ["JournalReader"]
 

@@ -2,7 +2,7 @@
 
 What belongs here: :func:`import_spills`, run by every recorder when it starts and by
 ``acp-proxy import-spill``. A journal whose relay and recorder are gone (a SIGKILL, a database
-that could not be written) is read through the same :class:`~acp_proxy.record.core.Core`
+that could not be written) is read through the same :class:`~acp_proxy.record.core.machine.Core`
 as a live one, from where the database says it was read to, so an import is exact and
 running it twice adds nothing. A ledger whose relay is gone becomes ``gap`` rows, and the
 exit of a capture whose ``CLOSE`` record was lost.
@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from acp_proxy.record import spill
-from acp_proxy.record.core import Core
+from acp_proxy.record.core.machine import Core
+from acp_proxy.record.core.rows import CaptureFields, FrameRow, GapRow, OpenRow, Row
 from acp_proxy.record.follow import JournalReader
-from acp_proxy.record.journal import segment_path
 from acp_proxy.record.ledger import LedgerContent, ledger_files, read_ledger
-from acp_proxy.record.rows import CaptureFields, FrameRow, GapRow, OpenRow, Row
+from acp_proxy.record.spill import segment_path
 from acp_proxy.record.sqlite import Database
 from acp_proxy.store import liveness
 from acp_proxy.store.db import now_iso

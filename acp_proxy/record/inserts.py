@@ -12,7 +12,7 @@ from itertools import chain
 from typing import Any
 
 from acp_proxy.protocol.jsonrpc import Info
-from acp_proxy.record.rows import FrameRow
+from acp_proxy.record.core.rows import FrameRow
 
 __all__ = ["FRAME_COLUMNS", "FrameInserter", "info_values"]
 

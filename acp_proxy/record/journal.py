@@ -1,19 +1,20 @@
 """The journal: where a relay puts every byte before forwarding it.
 
-What belongs here: the files that carry records (:mod:`acp_proxy.record.wire`) from a
+What belongs here: the files that carry records (:mod:`acp_proxy.record.core.wire`) from a
 relaying process to its recorder — their names and positions, and writing them
 (:class:`JournalWriter`, in the relay). Following them, with the doorbell pipe that says
 "more was written" and, when it closes, "the relay is gone", is
 :mod:`acp_proxy.record.follow` (in the recorder).
 
 A journal is a sequence of segment files next to the database,
-``<db>.spill.<journal>.<n>.acp`` (mode 0600). The relay appends each record with one
+``<db>.journal.<journal>.<n>.acp`` (mode 0600; their names and locks are
+:mod:`acp_proxy.record.spill`'s). The relay appends each record with one
 ``writev`` — a write into the page cache, which never waits for the recorder and outlives
 the relay's process (so what was forwarded is recorded even after a SIGKILL) — and starts
 a new segment past a size, ending the old one with a ``NEXT`` record. The recorder reads
 them in order, commits rows together with how far it has read, and deletes segments it
 has finished. A journal nobody holds any more (its relay and recorder are gone, say the
-database could not be written) is a spill file: the next recorder, or ``import-spill``,
+database could not be written) is left behind: the next recorder, or ``import-spill``,
 brings it in.
 
 When a write fails (a full disk), the relay forwards anyway and keeps the loss — capture,
@@ -33,21 +34,16 @@ from typing import Any
 import orjson
 
 from acp_proxy.record import spill
+from acp_proxy.record.core.wire import HEADER, Stream, Type
 from acp_proxy.record.ledger import Ledger
-from acp_proxy.record.wire import HEADER, Stream, Type
 
-__all__ = ["JournalWriter", "position", "segment_path", "split_position"]
+__all__ = ["JournalWriter", "position", "split_position"]
 
 SEGMENT_BYTES = 64 * 1024 * 1024
 _IOV_RECORDS = 500  # two buffers a record, under the kernel's 1024 per writev
 _SEQ_BITS = 40  # a position is (segment << 40) | offset: one integer, ordered
 
 Warn = Callable[[str], None]
-
-
-def segment_path(db_path: Path, journal: str, seq: int) -> Path:
-    db_path = Path(db_path)
-    return db_path.parent / f"{db_path.name}.spill.{journal}.{seq:06d}.acp"
 
 
 def position(seq: int, offset: int) -> int:
@@ -128,12 +124,12 @@ class JournalWriter:
 
     @property
     def path(self) -> Path:
-        return segment_path(self.db_path, self.journal, self.seq)
+        return spill.segment_path(self.db_path, self.journal, self.seq)
 
     def _open_next(self) -> None:
         """Start the next segment; the current one (if any) ends with a ``NEXT`` record."""
         seq = self.seq + 1
-        path = segment_path(self.db_path, self.journal, seq)
+        path = spill.segment_path(self.db_path, self.journal, seq)
         try:
             _make_dirs(path.parent)
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND, 0o600)

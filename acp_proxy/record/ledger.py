@@ -5,7 +5,7 @@ written (a full disk), where ledgers live and how they are read back. A ledger h
 capture, what is known of it (its ``OPEN`` metadata), the ranges of each stream that were
 lost, and how the capture ended when even its ``CLOSE`` record was lost (so a capture whose
 agent exited 0 is not shown as killed). Whoever next opens the database writes it down:
-``gap`` events, the capture's exit (:meth:`acp_proxy.record.sqlite.Database.note_losses`).
+``gap`` events, the capture's exit (:func:`acp_proxy.record.imports.import_ledger`).
 
 Where: ``<db>.ledger.<journal>`` (mode 0600), reserved at its full size when the journal
 starts so that it can be rewritten in place on a full disk. When even that cannot be

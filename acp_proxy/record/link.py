@@ -26,10 +26,10 @@ from pathlib import Path
 
 import orjson
 
+from acp_proxy.record.core.wire import HEADER, Type
 from acp_proxy.record.journal import JournalWriter
 from acp_proxy.record.tap import CaptureMeta, Tap
 from acp_proxy.record.voice import RelayedStderr
-from acp_proxy.record.wire import HEADER, Type
 from acp_proxy.store import liveness, private
 
 __all__ = ["CaptureMeta", "RecorderLink", "Tap", "stderr_warn"]

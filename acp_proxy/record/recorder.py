@@ -2,7 +2,7 @@
 
 What belongs here: :class:`Recorder`, which follows a relay's journal
 (:class:`~acp_proxy.record.follow.JournalReader`), turns its records into rows with the
-pure :class:`~acp_proxy.record.core.Core`, and commits them with how far the journal has
+pure :class:`~acp_proxy.record.core.machine.Core`, and commits them with how far the journal has
 been read (:class:`~acp_proxy.record.sqlite.Database`). The journal holds everything
 until it is committed, so the recorder never has to drop anything: when
 the database does not take a batch (a lock, a full disk) the batch is retried, and if the
@@ -22,19 +22,20 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from acp_proxy import events
 from acp_proxy.errors import StoreError
 from acp_proxy.protocol.jsonrpc import Info, Kind
 from acp_proxy.record import spill
 from acp_proxy.record.checkpoint import Checkpointer
-from acp_proxy.record.core import Core
+from acp_proxy.record.core.machine import Core
+from acp_proxy.record.core.rows import FrameRow, Row
+from acp_proxy.record.core.state import Resume
+from acp_proxy.record.core.wire import Record
 from acp_proxy.record.follow import JournalReader
 from acp_proxy.record.imports import import_ledger, import_spills
-from acp_proxy.record.journal import segment_path
 from acp_proxy.record.ledger import ledger_files
-from acp_proxy.record.rows import FrameRow, Row
+from acp_proxy.record.spill import segment_path
 from acp_proxy.record.sqlite import Database
-from acp_proxy.record.state import Resume
-from acp_proxy.record.wire import Record
 from acp_proxy.store import liveness
 from acp_proxy.store.db import now_iso
 
@@ -327,7 +328,7 @@ class Recorder:
         if self._notes:
             notes, self._notes = self._notes, []
             for message in notes:
-                self.core.note("recorder_note", {"message": message}, time.monotonic_ns())
+                self.core.note(events.RecorderNote(message=message), time.monotonic_ns())
 
     def _given_up(self) -> bool:
         """After the relay is gone: whether waiting for the database any longer is

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from acp_proxy import __version__
-from acp_proxy.record.inserts import FrameInserter, info_values
-from acp_proxy.record.rows import (
+from acp_proxy import __version__, events
+from acp_proxy.events import UNSET
+from acp_proxy.record.core.rows import (
     CaptureFields,
     EventRow,
     FrameRow,
@@ -28,8 +28,9 @@ from acp_proxy.record.rows import (
     Row,
     StderrRow,
 )
-from acp_proxy.record.state import RELAY_COLUMNS, Pending, Resume, json_text
-from acp_proxy.record.wire import Stream
+from acp_proxy.record.core.state import RELAY_COLUMNS, Pending, Resume, json_text
+from acp_proxy.record.core.wire import Stream
+from acp_proxy.record.inserts import FrameInserter, info_values
 from acp_proxy.store.db import connect, migrate, now_iso
 
 __all__ = ["Database"]
@@ -287,16 +288,18 @@ class Database:
     def _gap(self, r: GapRow) -> None:
         cid = self._id(r.uid)
         unit = "messages" if r.stream in ("c2a", "a2c") and self._is_messages(cid) else "bytes"
-        detail: dict[str, Any] = {
-            "stream": r.stream,
-            "start": r.start,
-            "end": r.end,
-            unit: r.end - r.start,
-            "frames": r.frames,
-            "reason": r.reason,
-            "after_seq": r.after_seq,
-        }
-        self._event(cid, r.t_ns, "gap", detail)
+        size = r.end - r.start
+        gap = events.Gap(
+            stream=r.stream,
+            start=r.start,
+            end=r.end,
+            bytes_=size if unit == "bytes" else UNSET,
+            messages=size if unit == "messages" else UNSET,
+            frames=r.frames,
+            reason=r.reason,
+            after_seq=r.after_seq,
+        )
+        self._event(cid, r.t_ns, gap.kind, gap.detail())
         frames = r.frames
         if frames is None:
             frames = r.end - r.start if unit == "messages" else 0

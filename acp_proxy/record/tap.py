@@ -3,7 +3,7 @@
 What belongs here: :class:`CaptureMeta` (what is known of a capture when it starts) and
 :class:`Tap`, which turns what a relay reads — a chunk of a stdio stream, a WebSocket
 message, the agent's stderr, an event — into one record of the journal's format
-(:mod:`acp_proxy.record.wire`), numbered and placed in its stream, and hands it to the
+(:mod:`acp_proxy.record.core.wire`), numbered and placed in its stream, and hands it to the
 relay's :class:`~acp_proxy.record.link.RecorderLink` under its lock. The relay forwards
 the bytes only after the call returns (docs/recording.md).
 """
@@ -19,8 +19,9 @@ from typing import Any, Protocol
 
 import orjson
 
+from acp_proxy.events import Event
 from acp_proxy.protocol.frames import Direction, Opcode
-from acp_proxy.record.wire import HEADER, Flag, Stream, Type
+from acp_proxy.record.core.wire import HEADER, Flag, Stream, Type
 from acp_proxy.store.db import now_iso
 
 __all__ = ["CaptureMeta", "Tap"]
@@ -193,8 +194,9 @@ class Tap:
             )
             link.send_locked(head, data)
 
-    def event(self, kind: str, **detail: Any) -> None:
-        self._json(Type.EVENT, {"kind": kind, "detail": detail})
+    def event(self, event: Event) -> None:
+        """One event of the capture's story (:mod:`acp_proxy.events`), as its kind stores it."""
+        self._json(Type.EVENT, {"kind": event.kind, "detail": event.detail()})
 
     def update(self, **fields: Any) -> None:
         """Set capture columns (pid, exit_code, ...)."""

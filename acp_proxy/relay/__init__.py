@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import gc
 import sys
 
+from acp_proxy import collector
 from acp_proxy.record.link import stderr_warn
 from acp_proxy.text.safe import visible
 
@@ -15,12 +15,11 @@ def tune_relay_process() -> None:
     """Process-wide settings for a process that relays (the CLI's relaying commands).
 
     A short GIL switch interval lets the thread or event loop with bytes to forward take
-    the GIL within half a millisecond instead of five. Relaying makes short-lived objects
-    and no cycles, so the young generation is collected far less often.
+    the GIL within half a millisecond instead of five; the garbage collector is set for
+    relaying (:func:`acp_proxy.collector.for_relaying`).
     """
     sys.setswitchinterval(0.0005)
-    gc.freeze()
-    gc.set_threshold(50_000, 50, 50)
+    collector.for_relaying()
 
 
 def warn(message: str) -> None:

@@ -2,28 +2,29 @@
 
 What belongs here: :func:`bridge_stdio_client` — one capture of an editor speaking stdio to
 us and a WebSocket agent at the far end: the connection to it, its handshake as an event,
-the signals that stop us, and the exit code that says how it ended.
+the signals that stop us, and how it ended: an exit status, or the upstream's fault
+(:class:`~acp_proxy.errors.UpstreamError` when it cannot be reached or refuses us,
+:class:`~acp_proxy.errors.PeerError` when it closes abnormally).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 
 from websockets.exceptions import InvalidStatus, WebSocketException
 
+from acp_proxy import events
+from acp_proxy.errors import PeerError, UpstreamError
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
-from acp_proxy.relay import warn
-from acp_proxy.relay.core import relay
+from acp_proxy.relay.pump import relay
 from acp_proxy.transports.headers import redact_headers, redact_subprotocol, redact_url
 from acp_proxy.transports.lines import FdChannel, LineEndpoint
+from acp_proxy.transports.signals import on_stop_signals
 from acp_proxy.transports.websocket import (
     DROPPED,
-    Ending,
+    LegEnd,
     RelayClientConnection,
     WsEndpoint,
     WsSettings,
@@ -49,9 +50,11 @@ async def bridge_stdio_client(
     """Relay our stdin/stdout (a stdio ACP client, e.g. an editor) to the agent at ``url``,
     sending ``headers`` with the upgrade request (``Authorization``, say).
 
-    Returns the exit code: 0 when the connection ended normally (our stdin closed, or the
-    upstream closed with 1000/1001/no code), 4 when the upstream could not be reached or
-    closed abnormally, 128+N when we were stopped by signal N.
+    Returns the exit status: 0 when the connection ended normally (our stdin closed, or the
+    upstream closed with 1000/1001/no code), 128+N when we were stopped by signal N. Raises
+    :class:`~acp_proxy.errors.UpstreamError` when the upstream could not be reached or
+    refused us, :class:`~acp_proxy.errors.PeerError` when it closed abnormally (either is
+    exit status 4, also stored as the capture's).
     """
     settings = settings or WsSettings()
     meta = CaptureMeta(
@@ -61,20 +64,18 @@ async def bridge_stdio_client(
     shown = redact_url(url, keep_secrets=False)
     started = time.monotonic_ns()
     conn = await _connect(url, settings, headers, tap, shown, keep_secrets)
-    if conn is None:
-        return 4
     _handshake_event(tap, conn, url, keep_secrets, started)
     client = LineEndpoint(FdChannel(stdin_fd, stdout_fd), "client", settings.max_size or 1 << 62)
     stopped_by: list[int] = []
 
     def on_signal(signum: int) -> None:
         stopped_by.append(signum)
-        tap.event("signal", signal=signal.Signals(signum).name)
-        client.interrupt(Ending(1001, "", "proxy", "shutdown", {"signal": signum}))
+        tap.event(events.Signal(signal=signal.Signals(signum).name))
+        client.interrupt(LegEnd(1001, "", "proxy", "shutdown", {"signal": signum}))
 
-    code = 4
+    code = PeerError.exit_code
     try:
-        with _stopping_on_signals(on_signal):
+        with on_stop_signals(on_signal):
             endings = await relay(client, WsEndpoint(conn, "upstream"), tap)
             code = _exit_code(endings.get("upstream"), stopped_by, shown)
     finally:
@@ -89,27 +90,28 @@ async def _connect(
     tap: Tap,
     shown: str,
     keep_secrets: bool,
-) -> RelayClientConnection | None:
-    """The connection to the upstream, or None (recorded, warned, the capture closed with
-    exit code 4) when it refused us or could not be reached."""
+) -> RelayClientConnection:
+    """The connection to the upstream; :class:`~acp_proxy.errors.UpstreamError` (recorded,
+    the capture closed with its exit status) when it refused us or could not be reached."""
     try:
         return await open_client(url, settings, headers=headers)
     except InvalidStatus as e:
         r = e.response
         tap.event(
-            "upstream_refused",
-            status=r.status_code,
-            headers=redact_headers(r.headers.raw_items(), keep_secrets=keep_secrets),
+            events.UpstreamRefused(
+                status=r.status_code,
+                headers=redact_headers(r.headers.raw_items(), keep_secrets=keep_secrets),
+            )
         )
-        tap.close(exit_code=4)
-        warn(f"upstream {shown} refused the connection: HTTP {r.status_code}")
-        return None
+        tap.close(exit_code=UpstreamError.exit_code)
+        raise UpstreamError(
+            f"upstream {shown} refused the connection: HTTP {r.status_code}"
+        ) from None
     except (OSError, TimeoutError, WebSocketException) as e:
         reason = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-        tap.event("upstream_failed", error=reason)
-        tap.close(exit_code=4)
-        warn(f"upstream {shown} unreachable ({reason})")
-        return None
+        tap.event(events.UpstreamFailed(error=reason))
+        tap.close(exit_code=UpstreamError.exit_code)
+        raise UpstreamError(f"upstream {shown} unreachable ({reason})") from e
 
 
 def _handshake_event(
@@ -117,48 +119,32 @@ def _handshake_event(
 ) -> None:
     """The ``handshake`` event: what we sent the upstream and what it answered."""
     assert conn.response is not None
+    upstream = {
+        "url": redact_url(url, keep_secrets=keep_secrets),
+        "headers": redact_headers(conn.request.headers.raw_items(), keep_secrets=keep_secrets)
+        if conn.request
+        else [],
+        "status": conn.response.status_code,
+        "response_headers": redact_headers(
+            conn.response.headers.raw_items(), keep_secrets=keep_secrets
+        ),
+    }
     tap.event(
-        "handshake",
-        upstream={
-            "url": redact_url(url, keep_secrets=keep_secrets),
-            "headers": redact_headers(conn.request.headers.raw_items(), keep_secrets=keep_secrets)
-            if conn.request
-            else [],
-            "status": conn.response.status_code,
-            "response_headers": redact_headers(
-                conn.response.headers.raw_items(), keep_secrets=keep_secrets
-            ),
-        },
-        subprotocol=redact_subprotocol(conn.subprotocol, keep_secrets=keep_secrets),
-        handshake_ms=round((time.monotonic_ns() - started) / 1e6, 3),
+        events.Handshake(
+            upstream=upstream,
+            subprotocol=redact_subprotocol(conn.subprotocol, keep_secrets=keep_secrets),
+            handshake_ms=round((time.monotonic_ns() - started) / 1e6, 3),
+        )
     )
 
 
-@contextlib.contextmanager
-def _stopping_on_signals(on_signal: Callable[[int], None]) -> Iterator[None]:
-    """SIGINT, SIGTERM and SIGHUP call ``on_signal`` while inside (in the main thread only:
-    the event loop can install handlers nowhere else)."""
-    loop = asyncio.get_running_loop()
-    installed = []
-    if threading.current_thread() is threading.main_thread():
-        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            loop.add_signal_handler(s, on_signal, int(s))
-            installed.append(s)
-    try:
-        yield
-    finally:
-        for s in installed:
-            loop.remove_signal_handler(s)
-
-
-def _exit_code(up: Ending | None, stopped_by: list[int], shown: str) -> int:
-    """How the bridge ended, from the upstream's ending (warned when abnormal)."""
+def _exit_code(up: LegEnd | None, stopped_by: list[int], shown: str) -> int:
+    """How the bridge ended, from the upstream's ending: its exit status, or
+    :class:`~acp_proxy.errors.PeerError` when the upstream ended it abnormally."""
     if stopped_by:
         return 128 + stopped_by[0]
     if up is None or up.by == "proxy" or up.code in _OK_CLOSE:
         return 0
     if up.code == DROPPED:
-        warn(f"upstream {shown} dropped the connection")
-    else:
-        warn(f"upstream {shown} closed the connection: {up.code} {up.reason}".rstrip())
-    return 4
+        raise PeerError(f"upstream {shown} dropped the connection")
+    raise PeerError(f"upstream {shown} closed the connection: {up.code} {up.reason}".rstrip())

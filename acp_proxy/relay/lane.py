@@ -2,7 +2,7 @@
 
 What belongs here: :class:`FastLane` and :func:`install_lane`, the part of the ws↔ws relay
 that runs in the protocol callbacks of ``websockets`` connections (the pumps of
-``relay/core.py`` carry the rest). The connections only offer the hook
+``relay/pump.py`` carry the rest). The connections only offer the hook
 (``transports/websocket.py``: ``Lane``).
 """
 

@@ -3,7 +3,7 @@
 What belongs here: the listener (:func:`serve`; each client connection is one capture and
 gets either its own upstream connection — man in the middle — or its own agent process) and
 the session of each connection, from the upgrade request to the end of the relay. Who may
-connect is decided in :mod:`acp_proxy.relay.admission`; our stdin/stdout as a client of a
+connect is decided in :mod:`acp_proxy.relay.core.admission`; our stdin/stdout as a client of a
 remote WebSocket agent is :mod:`acp_proxy.relay.bridge`.
 """
 
@@ -20,12 +20,14 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.http11 import Request, Response
 from websockets.protocol import State
 
+from acp_proxy import events
 from acp_proxy.errors import AgentSpawnError
 from acp_proxy.record.link import CaptureMeta, RecorderLink
 from acp_proxy.relay import warn
-from acp_proxy.relay.admission import ServeConfig, check_listen_address, upstream_target
-from acp_proxy.relay.capacity import Capacity
-from acp_proxy.relay.core import Endpoint, relay
+from acp_proxy.relay.config import ServeConfig
+from acp_proxy.relay.core.admission import Caller, check_listen_address, upstream_target
+from acp_proxy.relay.core.capacity import Capacity
+from acp_proxy.relay.pump import Endpoint, relay
 from acp_proxy.transports.accept import Acceptor, listening_sockets
 from acp_proxy.transports.headers import (
     redact_headers,
@@ -42,10 +44,10 @@ from acp_proxy.transports.tasks import Tasks
 from acp_proxy.transports.websocket import RelayServerConnection, WsEndpoint, open_client
 from acp_proxy.transports.ws_handover import HandOver
 
-__all__ = ["Front", "serve"]
+__all__ = ["WsFront", "serve"]
 
 
-class Front:
+class WsFront:
     """The listener's state: config, writer, and the sessions it runs."""
 
     def __init__(self, config: ServeConfig, writer: RecorderLink) -> None:
@@ -90,7 +92,7 @@ class Front:
 class _Session:
     """One client connection: one capture, one upstream connection or agent process."""
 
-    def __init__(self, front: Front, conn: RelayServerConnection, request: Request) -> None:
+    def __init__(self, front: WsFront, conn: RelayServerConnection, request: Request) -> None:
         self.front = front
         self.conn = conn
         self.request = request
@@ -146,11 +148,15 @@ class _Session:
             "headers": redact_headers(self.request.headers.raw_items(), keep_secrets=self.keep),
         }
 
-    def _fail(self, status: int, kind: str, message: str, **detail: Any) -> Response:
-        self.tap.event(kind, status=status, error=message, request=self._request_event(), **detail)
-        self.tap.close(end_reason=f"{kind.replace('_', ' ')} {status}")  # refused 401, ...
+    def _fail(
+        self, status: int, make: Callable[..., events.Event], message: str, **detail: Any
+    ) -> Response:
+        """Answer the client ourselves, recording the event ``make`` makes of it."""
+        event = make(status=status, error=message, request=self._request_event(), **detail)
+        self.tap.event(event)
+        self.tap.close(end_reason=f"{event.kind.replace('_', ' ')} {status}")  # refused 401, ...
         self._end()
-        what = {"refused": "refused", "upstream_failed": "upstream failed"}.get(kind, kind)
+        what = {"upstream_failed": "upstream failed"}.get(event.kind, event.kind)
         self._log(f"{what}, HTTP {status}: {message}")
         return self.conn.respond(status, f"acp-proxy: {message}\n")
 
@@ -164,12 +170,14 @@ class _Session:
 
     async def _open(self) -> Response | None:
         cfg = self.front.config
-        refusal = cfg.admission.refusal(self.request)
+        refusal = cfg.admission.refusal(
+            Caller.of(self.request.path, self.request.headers.raw_items())
+        )
         if refusal is not None:
-            return self._fail(refusal[0], "refused", refusal[1])
+            return self._fail(refusal[0], events.Refused, refusal[1])
         full = self.front.capacity.admit()
         if full is not None:
-            return self._fail(503, "refused", full)
+            return self._fail(503, events.Refused, full)
         self.admitted = True
         if cfg.upstream is None:
             return await self._spawn_agent()
@@ -186,10 +194,11 @@ class _Session:
         except InvalidStatus as e:  # the upstream answered, but not 101: relay its answer
             r = e.response
             self.tap.event(
-                "upstream_refused",
-                status=r.status_code,
-                headers=redact_headers(r.headers.raw_items(), keep_secrets=self.keep),
-                request=self._request_event(),
+                events.UpstreamRefused(
+                    status=r.status_code,
+                    headers=redact_headers(r.headers.raw_items(), keep_secrets=self.keep),
+                    request=self._request_event(),
+                )
             )
             self.tap.close(end_reason=f"upstream refused {r.status_code}")
             self._end()
@@ -201,7 +210,7 @@ class _Session:
             reason = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
             return self._fail(
                 502,
-                "upstream_failed",
+                events.UpstreamFailed,
                 f"upstream {shown} unreachable ({reason})",
                 upstream_url=redact_url(self.upstream_url, keep_secrets=self.keep),
             )
@@ -214,7 +223,7 @@ class _Session:
         try:
             self.agent = AgentProcess.spawn(cfg.command, self.tap, grace=cfg.grace)
         except AgentSpawnError as e:
-            return self._fail(502, "spawn_failed", str(e))
+            return self._fail(502, events.SpawnFailed, str(e))
         return None
 
     def decorate(self, response: Response) -> None:
@@ -230,7 +239,7 @@ class _Session:
 
     def refused_late(self, status: int) -> None:
         if not self.done:
-            self.tap.event("handshake_failed", status=status, request=self._request_event())
+            self.tap.event(events.HandshakeFailed(status=status, request=self._request_event()))
             self._log(f"handshake failed, HTTP {status}")
             self._abandon_soon()
 
@@ -258,7 +267,7 @@ class _Session:
             await self.agent.wait()
         if not self.done:
             self._end()
-            self.tap.event("abandoned", reason="client left during the handshake")
+            self.tap.event(events.Abandoned(reason="client left during the handshake"))
             self.tap.close()
             self._log("abandoned: the client left during the handshake")
 
@@ -285,7 +294,7 @@ class _Session:
         }
         detail["subprotocol"] = redact_subprotocol(conn.subprotocol, keep_secrets=self.keep)
         detail["handshake_ms"] = round((time.monotonic_ns() - self.opened_ns) / 1e6, 3)
-        self.tap.event("handshake", **detail)
+        self.tap.event(events.Handshake(**detail))
         client = WsEndpoint(conn, "client")
         exit_fields: dict[str, Any] = {}
         outcome = "closed"
@@ -326,10 +335,10 @@ async def serve(
     Connections are accepted by :class:`acp_proxy.transports.accept.Acceptor` (which
     survives running out of descriptors) and served as ``websockets.serve`` would
     (:class:`acp_proxy.transports.ws_handover.HandOver`): no origin check of the library's
-    (:class:`acp_proxy.relay.admission.Admission` checks, so refusals are recorded), no
+    (:class:`acp_proxy.relay.core.admission.Admission` checks, so refusals are recorded), no
     ``Server`` header, no subprotocol of our own, the upstream's handshake inside ours."""
     check_listen_address(config.host, config.admission.token)
-    front = Front(config, writer)
+    front = WsFront(config, writer)
     hand_over = HandOver(
         front.handler,
         config.settings,

@@ -28,20 +28,20 @@ import threading
 from collections.abc import Callable, Sequence
 from types import FrameType
 
+from acp_proxy import events
 from acp_proxy.errors import AgentSpawnError
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.record import chain
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.transports.process import AgentProcess
+from acp_proxy.transports.signals import STOP_SIGNALS
 from acp_proxy.transports.stdio import pump, widen_pipe
 
 __all__ = ["DEFAULT_GRACE", "record_stdio"]
 
 DEFAULT_GRACE = 3.0
 _FORWARDED_SIGNALS = (
-    signal.SIGINT,
-    signal.SIGTERM,
-    signal.SIGHUP,
+    *STOP_SIGNALS,
     signal.SIGQUIT,
     signal.SIGUSR1,
     signal.SIGUSR2,
@@ -65,7 +65,7 @@ def record_stdio(
     try:
         agent = AgentProcess.spawn(argv, tap, grace=grace, env=env)
     except AgentSpawnError as e:
-        tap.event("spawn_failed", error=str(e))
+        tap.event(events.SpawnFailed(error=str(e)))
         tap.close(exit_code=e.exit_code)
         raise
     for fd in (stdin_fd, stdout_fd):
@@ -80,7 +80,7 @@ def record_stdio(
         # delivered, the agent being gone); nothing is read that would not be.
         finishing.set()
         threads[0].join(timeout=1.0)
-    code, sig = agent.record_exit(returncode)
+    code, sig = agent.tell_exit(returncode)
     tap.close(exit_code=code, exit_signal=sig)
     return code
 
@@ -120,14 +120,16 @@ def _start_pumps(
             stdin_fd,
             agent_in.fileno(),
             lambda d, t: tap.chunk(c2a, d, t),
-            on_write_error=lambda e: _undelivered(tap, c2a, "agent_stdin_closed", e),
+            on_write_error=lambda e: _undelivered(
+                tap, c2a, events.AgentStdinClosed(error=e.strerror)
+            ),
             stop=finishing,
         )
         tap.end_stream(c2a)
         if finishing.is_set():
-            tap.event("client_not_read", reason="the agent has exited")
+            tap.event(events.ClientNotRead(reason="the agent has exited"))
         else:
-            tap.event("client_eof")
+            tap.event(events.ClientEof())
         with contextlib.suppress(OSError):
             agent_in.close()
         client_gone()
@@ -137,10 +139,12 @@ def _start_pumps(
             agent_out.fileno(),
             stdout_fd,
             lambda d, t: tap.chunk(a2c, d, t),
-            on_write_error=lambda e: _undelivered(tap, a2c, "client_stdout_closed", e),
+            on_write_error=lambda e: _undelivered(
+                tap, a2c, events.ClientStdoutClosed(error=e.strerror)
+            ),
         )
         tap.end_stream(a2c)
-        tap.event("agent_eof")
+        tap.event(events.AgentEof())
         _let_go(stdout_fd)  # the client sees the end now, not when we exit
 
     def agent_stderr() -> None:
@@ -164,10 +168,10 @@ def _let_go(fd: int) -> None:
         os.close(null)
 
 
-def _undelivered(tap: Tap, direction: Direction, kind: str, e: OSError) -> None:
+def _undelivered(tap: Tap, direction: Direction, event: events.Event) -> None:
     """The peer stopped reading: what follows is recorded, flagged as not delivered."""
     tap.not_delivered(direction)
-    tap.event(kind, error=e.strerror)
+    tap.event(event)
 
 
 def _forward_signals(proc: subprocess.Popen[bytes], tap: Tap) -> contextlib.ExitStack:
@@ -176,7 +180,7 @@ def _forward_signals(proc: subprocess.Popen[bytes], tap: Tap) -> contextlib.Exit
         return stack
 
     def forward(signum: int, _frame: FrameType | None) -> None:
-        tap.event("signal", signal=signal.Signals(signum).name, forwarded_to=proc.pid)
+        tap.event(events.Signal(signal=signal.Signals(signum).name, forwarded_to=proc.pid))
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signum)  # the agent leads its own group
 

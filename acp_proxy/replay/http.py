@@ -4,7 +4,7 @@ What belongs here: :class:`HttpAgent`, which answers the requests of Streamable 
 clients as the official SDK's server does, from a recording:
 
 - ``POST`` of ``initialize`` starts an ACP connection (its own
-  :class:`~acp_proxy.replay.agent.AgentStandIn`, from the start of the recording) and is
+  :class:`~acp_proxy.replay.core.agent.AgentStandIn`, from the start of the recording) and is
   answered ``200`` with the recorded answer as the body and a new ``Acp-Connection-Id``;
 - every other ``POST`` (with that id) is a client message handed to the stand-in,
   answered ``202``;
@@ -28,9 +28,9 @@ from typing import Any
 
 import orjson
 
-from acp_proxy.relay.admission import host_allowed
-from acp_proxy.replay.agent import MatchMode
-from acp_proxy.replay.serve import Recording, Replay, Say, Timing
+from acp_proxy.relay.core.admission import host_allowed
+from acp_proxy.replay.core.agent import MatchMode
+from acp_proxy.replay.serve import Recording, ReplaySession, Say, Timing
 from acp_proxy.transports.http.common import ClientGone, ClientRequest, ClientTimeout
 from acp_proxy.transports.http.h2client import reason_of
 from acp_proxy.transports.http.headers import get_all
@@ -70,7 +70,7 @@ class _Connection:
 
     def __init__(self, recording: Recording, mode: MatchMode, timing: Timing, say: Say) -> None:
         self.id = uuid.uuid4().hex
-        self.replay = Replay(recording, mode, timing, say)
+        self.replay = ReplaySession(recording, mode, timing, say)
         self.streams: dict[str | None, asyncio.Queue[bytes | None]] = {None: asyncio.Queue()}
         self.routes: dict[str, str] = {}  # a client request's id → the session it named
         self.init_key: str | None = None

@@ -21,10 +21,10 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from acp_proxy.relay.admission import host_allowed
-from acp_proxy.replay.agent import MatchMode
+from acp_proxy.relay.core.admission import host_allowed
+from acp_proxy.replay.core.agent import MatchMode
 from acp_proxy.replay.http import HttpAgent
-from acp_proxy.replay.serve import Recording, Replay, Say, Timing, say_on_stderr
+from acp_proxy.replay.serve import Recording, ReplaySession, Say, Timing, say_on_stderr
 from acp_proxy.transports.accept import Acceptor, listening_sockets
 from acp_proxy.transports.http.common import ClientGone
 from acp_proxy.transports.http.h2client import H2ClientLeg, H2Request
@@ -57,7 +57,7 @@ async def _websocket(
     ws: ServerConnection, recording: Recording, mode: MatchMode, timing: Timing, say: Say
 ) -> bool:
     """One WebSocket client, from the start of the recording: True when it ran clean."""
-    replay = Replay(recording, mode, timing, say)
+    replay = ReplaySession(recording, mode, timing, say)
     say(f"client connected from {ws.remote_address}")
 
     async def writer() -> None:

@@ -1,7 +1,7 @@
 """Drive a real agent with a recording's client side, record the run, compare.
 
 What belongs here: the I/O of ``replay client`` — spawning the agent, pumping its stdio
-through a :class:`~acp_proxy.replay.client.ClientStandIn`, recording the new run as a new
+through a :class:`~acp_proxy.replay.core.client.ClientStandIn`, recording the new run as a new
 capture with the recorder (the same way the stdio relay records: every chunk goes to the
 tap before it is written on), time-outs, ending the agent, and putting the two runs side
 by side (``replay.compare``) in an :class:`Outcome`.
@@ -20,22 +20,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from acp_proxy import events
 from acp_proxy.errors import AgentSpawnError
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.framing import LineFramer
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
-from acp_proxy.replay.client import ClientStandIn, Step
-from acp_proxy.replay.compare import (
+from acp_proxy.replay.core.client import ClientStandIn, Step
+from acp_proxy.replay.core.compare import (
     EXIT_CODE,
     compare,
     nothing_compared,
     parse_ignore,
     summarise_run,
 )
-from acp_proxy.replay.ending import client_ending, client_eof_ns, own_exit
-from acp_proxy.replay.match import Problem
+from acp_proxy.replay.core.ending import client_ending, client_eof_ns, own_exit
+from acp_proxy.replay.core.match import Problem
+from acp_proxy.replay.core.summary import Divergence, RunSummary
 from acp_proxy.replay.serve import Recording, load_recording
-from acp_proxy.replay.summary import Divergence, RunSummary
 from acp_proxy.transports.process import AgentProcess
 
 __all__ = ["Outcome", "replay_client"]
@@ -122,7 +123,7 @@ async def _drive(
     try:
         await run.play()
         tap.end_stream(C2A)
-        tap.event("client_eof")
+        tap.event(events.ClientEof())
         with contextlib.suppress(OSError):
             stdin.close()
         if ending is not None:
@@ -135,7 +136,7 @@ async def _drive(
     finally:
         if not reader.done():
             reader.cancel()
-            tap.event("agent_stdout_abandoned", reason="still open after the agent ended")
+            tap.event(events.AgentStdoutAbandoned(reason="still open after the agent ended"))
         with contextlib.suppress(asyncio.CancelledError):
             await reader
     code, _sig = await agent.finish("replay finished")
@@ -154,7 +155,9 @@ async def _end_as_recorded(
     sig = getattr(signal, name, None)
     if not isinstance(sig, signal.Signals):
         return False
-    tap.event("signal", signal=name, forwarded_to=agent.proc.pid, reason="as the recorded client")
+    tap.event(
+        events.Signal(signal=name, forwarded_to=agent.proc.pid, reason="as the recorded client")
+    )
     agent.signal_group(sig)
     return True
 
@@ -280,7 +283,7 @@ def replay_client(
         )
         code = ended.code
     except AgentSpawnError as e:
-        tap.event("spawn_failed", error=str(e))
+        tap.event(events.SpawnFailed(error=str(e)))
         raise
     finally:
         tap.close(exit_code=code)

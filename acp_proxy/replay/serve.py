@@ -2,7 +2,7 @@
 
 What belongs here: loading a recording (a capture in the database or a ``jsonl`` export),
 choosing one session of it, pacing (``--timing``), and running the stand-ins over real
-transports: :func:`serve_stdio` puts an :class:`~acp_proxy.replay.agent.AgentStandIn` where
+transports: :func:`serve_stdio` puts an :class:`~acp_proxy.replay.core.agent.AgentStandIn` where
 the agent would be (``replay.listen`` does it for WebSocket and Streamable HTTP clients);
 ``replay.run`` drives a real agent with the recorded client side. Matching and comparing
 live in ``replay.match``, ``replay.agent``, ``replay.client`` and ``replay.compare``, which
@@ -14,7 +14,6 @@ Over stdio nothing but protocol bytes reaches stdout; diagnostics go to stderr.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
 import sys
 import time
@@ -26,8 +25,9 @@ from typing import Any
 from acp_proxy.errors import UsageError
 from acp_proxy.protocol.framing import LineFramer
 from acp_proxy.protocol.jsonrpc import Kind
-from acp_proxy.replay.agent import AgentStandIn, Emit, MatchMode
-from acp_proxy.replay.match import Message, parse_messages, session_of
+from acp_proxy.relay.core.admission import is_loopback, listen_address
+from acp_proxy.replay.core.agent import AgentStandIn, Emit, MatchMode
+from acp_proxy.replay.core.match import ReplayMessage, parse_messages, session_of
 from acp_proxy.store.refs import resolve
 from acp_proxy.text.safe import visible
 from acp_proxy.transports.stdio import CHUNK, write_all
@@ -58,7 +58,7 @@ def say_on_stderr(message: str) -> None:
 class Recording:
     """A recording ready to replay: its parsed messages and where it came from."""
 
-    messages: list[Message]
+    messages: list[ReplayMessage]
     source: str
     capture: dict[str, Any] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)  # the capture's events
@@ -91,7 +91,7 @@ def load_recording(ref: str | None, db: Path, *, session: str | None = None) -> 
     return Recording(messages, source_name, capture, events)
 
 
-def select_session(messages: list[Message], session: str) -> list[Message]:
+def select_session(messages: list[ReplayMessage], session: str) -> list[ReplayMessage]:
     """The messages of one session, plus those of the connection (``initialize``, …)."""
     by_seq = {m.seq: m for m in messages}
     sessions = {session_of(m, by_seq) for m in messages} - {None}
@@ -143,7 +143,7 @@ class Pacer:
         self.last_rec = 0  # the recorded time of the last message paced
         self.anchor_live = time.monotonic_ns()
 
-    def anchor(self, recorded: Message | None) -> None:
+    def anchor(self, recorded: ReplayMessage | None) -> None:
         if recorded is not None:
             self.anchor_rec = self.last_rec = recorded.t_ns
             self.anchor_live = time.monotonic_ns()
@@ -191,7 +191,7 @@ def _summary(stand_in: AgentStandIn, say: Say) -> None:
         say("the replay ran clean")
 
 
-class Replay:
+class ReplaySession:
     """One client's replay, whatever carries it (stdio, WebSocket, Streamable HTTP): the
     stand-in, the pacing of what it sends, and the problems said so far. The transport
     hands it each message the client sent (:meth:`receive`), writes what :meth:`paced`
@@ -239,7 +239,7 @@ async def serve_stdio(
     say: Say = say_on_stderr,
 ) -> bool:
     """Be the agent on our stdin/stdout until the client closes stdin; True when clean."""
-    replay = Replay(recording, mode, timing, say)
+    replay = ReplaySession(recording, mode, timing, say)
 
     async def writer() -> None:
         async for emit in replay.paced():
@@ -271,16 +271,10 @@ async def serve_stdio(
 
 
 def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` on a loopback address (docs/design.md principle 6)."""
-    host, sep, port = text.rpartition(":")
-    host = host.strip("[]")
-    if not sep or not port.isdigit():
-        raise UsageError(f"--listen wants HOST:PORT, like 127.0.0.1:8765, not {text!r}")
-    if host != "localhost":
-        try:
-            loopback = ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = False
-        if not loopback:
-            raise UsageError(f"replay listens on loopback addresses only, not {host!r}")
-    return host, int(port)
+    """``--listen HOST:PORT`` as every listener reads it, on a loopback address only: a
+    replay answers with what was recorded, so it has no token and no other address
+    (docs/design.md principle 6)."""
+    host, port = listen_address(text)
+    if not is_loopback(host):
+        raise UsageError(f"replay listens on loopback addresses only, not {host!r}")
+    return host, port

@@ -20,7 +20,7 @@ from acp_proxy.protocol.envelopes import INITIALIZE_METHODS
 from acp_proxy.reconstruct.chain import role_of
 from acp_proxy.store.reader import Store
 
-__all__ = ["Chain", "Hop", "chain_of"]
+__all__ = ["Hop", "ProxyChain", "chain_of"]
 
 
 @dataclass(slots=True)
@@ -39,7 +39,7 @@ class Hop:
 
 
 @dataclass(slots=True)
-class Chain:
+class ProxyChain:
     """A chain's id and its hops, the outer capture first (when it is in this database)."""
 
     id: str
@@ -88,7 +88,7 @@ def _initialized(store: Store, capture: dict[str, Any]) -> tuple[int | None, str
     return capture["started_ns"] + row[0], row[1]
 
 
-def chain_of(store: Store, capture: dict[str, Any]) -> Chain | None:
+def chain_of(store: Store, capture: dict[str, Any]) -> ProxyChain | None:
     """The chain ``capture`` belongs to (as its outer capture or as a hop); None when it
     belongs to none."""
     links = _links(store)
@@ -112,4 +112,4 @@ def chain_of(store: Store, capture: dict[str, Any]) -> Chain | None:
         inner.append(Hop(c, role_of(method), parent if isinstance(parent, str) else None, at))
     inner.sort(key=lambda h: (h.initialized_ns is None, h.initialized_ns or 0,
                               h.capture["started_ns"], h.capture["id"]))  # fmt: skip
-    return Chain(chain_id, hops + inner)
+    return ProxyChain(chain_id, hops + inner)

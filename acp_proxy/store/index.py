@@ -24,7 +24,7 @@ from acp_proxy.sgr import strip
 
 __all__ = [
     "SOURCES",
-    "Source",
+    "IndexedTable",
     "catch_up",
     "event_text",
     "index_text",
@@ -90,7 +90,7 @@ def event_text(kind: str, detail: str | bytes | None) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Source:
+class IndexedTable:
     """One kind of row the index covers: its table, its FTS table and how its rowids map."""
 
     name: str  # its row in search_index
@@ -102,7 +102,7 @@ class Source:
 
 
 SOURCES = (
-    Source(
+    IndexedTable(
         "frames",
         "messages",
         "frames_fts",
@@ -110,7 +110,7 @@ SOURCES = (
         lambda i: i,
         lambda row: index_text(bytes(row[0])),
     ),
-    Source(
+    IndexedTable(
         "stderr",
         "stderr",
         "notes_fts",
@@ -118,7 +118,7 @@ SOURCES = (
         lambda i: 2 * i,
         lambda row: stderr_text(bytes(row[0])),
     ),
-    Source(
+    IndexedTable(
         "events",
         "events",
         "notes_fts",
@@ -175,7 +175,7 @@ def catch_up(
 
 
 def _catch_up(
-    conn: sqlite3.Connection, src: Source, batch: int, limit: int | None
+    conn: sqlite3.Connection, src: IndexedTable, batch: int, limit: int | None
 ) -> Iterator[int]:
     done = 0
     while limit is None or done < limit:

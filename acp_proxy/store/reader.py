@@ -8,10 +8,9 @@ forwarding path.
 from __future__ import annotations
 
 import contextlib
-import functools
 import re
 import sqlite3
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,15 +130,8 @@ class Store:
             with contextlib.suppress(sqlite3.OperationalError):  # read-only: read what is there
                 migrate(self.conn)
 
-    @functools.cached_property
-    def db(self) -> Any:
-        """The database through ``sqlite_utils`` (imported when first used: not every
-        command needs it)."""
-        import sqlite_utils
-
-        return sqlite_utils.Database(self.conn)
-
-    def _dicts(self, sql: str, args: list[Any]) -> list[dict[str, Any]]:
+    def dicts(self, sql: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """The rows of a query as dicts by column name: the one way rows are read as dicts."""
         cur = self.conn.execute(sql, args)
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=True)) for row in cur]
@@ -151,14 +143,14 @@ class Store:
         sql = "SELECT * FROM captures ORDER BY id DESC"
         if limit is not None:
             sql += f" LIMIT {max(0, int(limit))}"
-        rows = list(self.db.query(sql))
+        rows = self.dicts(sql)
         rows.reverse()
         return rows
 
     def capture(self, ref: str | int | None) -> dict[str, Any]:
         """A capture by id, by uid prefix, or the latest when ``ref`` is None."""
         if ref is None or ref == "latest":
-            rows = self._dicts("SELECT * FROM captures ORDER BY id DESC LIMIT 1", [])
+            rows = self.dicts("SELECT * FROM captures ORDER BY id DESC LIMIT 1", [])
             if not rows:
                 raise UsageError(f"no captures in {self.path}")
             return rows[0]
@@ -186,13 +178,13 @@ class Store:
         return rows[0]
 
     def _latest(self, back: int) -> list[dict[str, Any]]:
-        return self._dicts("SELECT * FROM captures ORDER BY id DESC LIMIT 1 OFFSET ?", [back])
+        return self.dicts("SELECT * FROM captures ORDER BY id DESC LIMIT 1 OFFSET ?", [back])
 
     def _by_id(self, n: int) -> list[dict[str, Any]]:
-        return self._dicts("SELECT * FROM captures WHERE id = ?", [n])
+        return self.dicts("SELECT * FROM captures WHERE id = ?", [n])
 
     def _by_uid(self, prefix: str) -> list[dict[str, Any]]:
-        rows = self._dicts(
+        rows = self.dicts(
             "SELECT * FROM captures WHERE substr(uid, 1, ?) = ? LIMIT 2", [len(prefix), prefix]
         )
         if len(rows) > 1:
@@ -357,7 +349,7 @@ class Store:
         """The captures ``ids`` and every capture whose id is above ``above``."""
         marks = ",".join("?" * len(ids))
         sql = "SELECT * FROM captures WHERE id > ?" + (f" OR id IN ({marks})" if ids else "")
-        return list(self.db.query(sql + " ORDER BY id", [above, *ids]))
+        return self.dicts(sql + " ORDER BY id", [above, *ids])
 
     def unanswered(self, capture_id: int) -> list[tuple[int, str | None]]:
         """``(seq, method)`` of every request of the capture that nothing answered."""
@@ -371,11 +363,8 @@ class Store:
         ]
 
     def events(self, capture_id: int) -> list[dict[str, Any]]:
-        return list(
-            self.db.query(
-                "SELECT t_ns, kind, detail FROM events WHERE capture_id = ? ORDER BY id",
-                [capture_id],
-            )
+        return self.dicts(
+            "SELECT t_ns, kind, detail FROM events WHERE capture_id = ? ORDER BY id", [capture_id]
         )
 
     def stream_bytes(self, capture_id: int, direction: Direction) -> bytes:

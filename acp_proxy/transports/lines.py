@@ -29,7 +29,7 @@ from acp_proxy.protocol.frames import Opcode
 from acp_proxy.protocol.framing import LineFramer
 from acp_proxy.transports.process import AgentProcess
 from acp_proxy.transports.stdio import exit_status, write_all
-from acp_proxy.transports.websocket import Ended, Ending, Message
+from acp_proxy.transports.websocket import Ended, LegEnd, LegMessage
 
 __all__ = ["FdChannel", "LineEndpoint", "agent_endpoint"]
 
@@ -136,7 +136,7 @@ def _is_utf8(data: bytes) -> bool:
     return True
 
 
-EofEnding = Callable[[], Coroutine[Any, Any, Ending]]
+EofEnding = Callable[[], Coroutine[Any, Any, LegEnd]]
 
 
 class LineEndpoint:
@@ -155,33 +155,33 @@ class LineEndpoint:
         max_line: int,
         *,
         eof_ending: EofEnding | None = None,
-        on_end: Callable[[Ending], None] | None = None,
+        on_end: Callable[[LegEnd], None] | None = None,
     ) -> None:
         self.channel = channel
         self.side = side
         self._framer = LineFramer(max_line)
-        self._pending: collections.deque[Message] = collections.deque()
+        self._pending: collections.deque[LegMessage] = collections.deque()
         self._eof = False
         self._oversize = False
         self._eof_ending = eof_ending
         self._on_end = on_end
-        self._override: Ending | None = None
+        self._override: LegEnd | None = None
         self._ended = False
 
-    def interrupt(self, why: Ending) -> None:
+    def interrupt(self, why: LegEnd) -> None:
         """End reading early (a signal): ``recv`` raises with ``why`` after what was read."""
         self._override = why
         if isinstance(self.channel, FdChannel):
             self.channel.stop()
 
-    async def recv(self) -> Message:
+    async def recv(self) -> LegMessage:
         while not self._pending:
             if self._eof:
                 if self._override is not None:
                     raise Ended(self._override)
                 if self._eof_ending is not None:
                     raise Ended(await self._eof_ending())
-                raise Ended(Ending(None, kind="eof"))
+                raise Ended(LegEnd(None, kind="eof"))
             data = await self.channel.read()
             t = time.monotonic_ns()
             if not data:
@@ -197,15 +197,15 @@ class LineEndpoint:
         oversize = split or self._oversize
         self._oversize = split
         opcode = Opcode.TEXT if _is_utf8(raw) else Opcode.BINARY
-        self._pending.append(Message(opcode, raw, t, terminated, oversize))
+        self._pending.append(LegMessage(opcode, raw, t, terminated, oversize))
 
-    async def send(self, msg: Message) -> None:
+    async def send(self, msg: LegMessage) -> None:
         try:
             await self.channel.write_line(msg.data)
         except (OSError, ConnectionError):
-            raise Ended(Ending(None, kind="eof", detail={"error": "write failed"})) from None
+            raise Ended(LegEnd(None, kind="eof", detail={"error": "write failed"})) from None
 
-    async def end(self, why: Ending) -> None:
+    async def end(self, why: LegEnd) -> None:
         if self._ended:
             return
         self._ended = True
@@ -223,7 +223,7 @@ async def agent_endpoint(agent: AgentProcess, max_line: int) -> LineEndpoint:
     this leg (the client went away), the agent is ended (``AgentProcess.stop``)."""
     out, writer = await agent.pipes()
 
-    async def eof_ending() -> Ending:
+    async def eof_ending() -> LegEnd:
         return await _exit_ending(agent)
 
     return LineEndpoint(
@@ -235,15 +235,15 @@ async def agent_endpoint(agent: AgentProcess, max_line: int) -> LineEndpoint:
     )
 
 
-async def _exit_ending(agent: AgentProcess) -> Ending:
+async def _exit_ending(agent: AgentProcess) -> LegEnd:
     """The agent closed its stdout: close the client with 1000 when it exited 0 (or is
     still running after ``grace``), else 1011 with the exit status as the reason."""
     try:
         rc = await asyncio.wait_for(agent.wait(), agent.grace)
     except TimeoutError:
-        return Ending(1000, "", "peer", "eof")
+        return LegEnd(1000, "", "peer", "eof")
     code, sig = exit_status(rc)
     if code == 0:
-        return Ending(1000, "", "peer", "exit", {"exit_code": 0})
+        return LegEnd(1000, "", "peer", "exit", {"exit_code": 0})
     reason = f"agent killed by signal {sig}" if sig else f"agent exited with status {code}"
-    return Ending(1011, reason, "peer", "exit", {"exit_code": code})
+    return LegEnd(1011, reason, "peer", "exit", {"exit_code": code})

@@ -3,15 +3,18 @@
 What belongs here: :class:`AgentProcess` — starting the agent the way a shell would
 (:func:`~acp_proxy.transports.stdio.spawn_agent`: 127 when the command is missing, 126 when
 it cannot be executed) as the leader of a process group of its own, watched by the guard
-(:mod:`acp_proxy.transports.guard`: the group is killed if we die), and recording its pid and
-the ``spawn`` event; waiting for its exit without a thread (a pidfd tells the event loop);
-ending it once its client is gone — ``grace`` seconds to exit by itself, then SIGTERM, then
-SIGKILL after as long again (half a second at the least), each signal sent to the whole group
-and recorded as a ``terminate`` event; ending what is left of its group once it has exited
-(:meth:`AgentProcess.end_group`: an npm launcher's native child, say, that would otherwise
-hold its stdout open and outlive us); and its exit status as a shell reports it (128+N for
-signal N), recorded as the ``exit`` event. For the callers that run on an event loop, also
-its stdout and stdin as asyncio streams and its stderr relayed to ours and recorded.
+(:mod:`acp_proxy.transports.guard`: the group is killed if we die); waiting for its exit
+without a thread (a pidfd tells the event loop); ending it once its client is gone —
+``grace`` seconds to exit by itself, then SIGTERM, then SIGKILL after as long again (half a
+second at the least), each signal sent to the whole group; ending what is left of its group
+once it has exited (:meth:`AgentProcess.end_group`: an npm launcher's native child, say,
+that would otherwise hold its stdout open and outlive us); and its exit status as a shell
+reports it (128+N for signal N). For the callers that run on an event loop, also its stdout
+and stdin as asyncio streams and its stderr relayed to ours.
+
+Nothing of the recording is here: each step is told to the process's :class:`Witness` as a
+typed event (:mod:`acp_proxy.events`: ``spawn``, ``terminate``, ``exit``), with its pid and
+its stderr; a relay hands its capture's tap, which records them.
 """
 
 from __future__ import annotations
@@ -23,13 +26,13 @@ import signal
 import subprocess
 import time
 from collections.abc import Coroutine, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
-from acp_proxy.record.link import Tap
+from acp_proxy import events
 from acp_proxy.transports.guard import guard
 from acp_proxy.transports.stdio import CHUNK, exit_status, spawn_agent, write_all
 
-__all__ = ["AgentProcess", "group_members"]
+__all__ = ["AgentProcess", "Witness", "group_members"]
 
 _MIN_TERM_WAIT = 0.5  # SIGTERM gets at least this long before SIGKILL, whatever the grace
 _DRAIN = 2.0  # how long the exit waits for the agent's stderr to be relayed
@@ -37,11 +40,20 @@ _LEFTOVER_WAIT = 0.5  # what is left of the group once the agent exited: time to
 _POLL = 0.05
 
 
-class AgentProcess:
-    """One agent process: spawned, waited for, ended, its exit recorded on ``tap``."""
+class Witness(Protocol):
+    """Who is told what happens to an agent process: its events, the capture columns it
+    sets (``pid``) and what it writes on stderr."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], tap: Tap, grace: float) -> None:
-        self.proc, self.tap, self.grace = proc, tap, grace
+    def event(self, event: events.Event) -> None: ...
+    def update(self, **fields: Any) -> None: ...
+    def stderr(self, data: bytes) -> None: ...
+
+
+class AgentProcess:
+    """One agent process: spawned, waited for, ended, its exit told to ``witness``."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], witness: Witness, grace: float) -> None:
+        self.proc, self.witness, self.grace = proc, witness, grace
         self._spawned = time.monotonic_ns()
         self._exited: asyncio.Future[int] | None = None
         self._stopping: asyncio.Task[int] | None = None
@@ -55,19 +67,19 @@ class AgentProcess:
     def spawn(
         cls,
         argv: Sequence[str],
-        tap: Tap,
+        witness: Witness,
         *,
         grace: float,
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
     ) -> AgentProcess:
-        """Start ``argv`` with pipes and record it (raises
+        """Start ``argv`` with pipes and tell ``witness`` (raises
         :class:`~acp_proxy.errors.AgentSpawnError` with the shell's exit code)."""
         proc = spawn_agent(argv, cwd=cwd, env=env)
         guard.watch(proc.pid)
-        tap.update(pid=proc.pid)
-        tap.event("spawn", pid=proc.pid, argv=list(argv))
-        return cls(proc, tap, grace)
+        witness.update(pid=proc.pid)
+        witness.event(events.Spawn(pid=proc.pid, argv=list(argv)))
+        return cls(proc, witness, grace)
 
     async def wait(self) -> int:
         """The process's return code, once it has exited."""
@@ -98,7 +110,7 @@ class AgentProcess:
             try:
                 return await asyncio.wait_for(self.wait(), wait)
             except TimeoutError:
-                self.tap.event("terminate", signal=sig.name, reason=reason)
+                self.witness.event(events.Terminate(signal=sig.name, reason=reason))
                 self.signalled = True
                 self.killed.append(f"{_describe(self.proc.pid)}: {sig.name} ({reason})")
                 self.signal_group(sig)
@@ -115,7 +127,7 @@ class AgentProcess:
 
     async def end_group(self) -> None:
         """Once the agent has exited: the processes it left in its group get a moment to
-        exit alone, then SIGTERM, then SIGKILL; each signal is recorded. Then the guard
+        exit alone, then SIGTERM, then SIGKILL; each signal is told. Then the guard
         forgets the group. Bounded: about a second and a half at the most."""
         if self._group_ended is None:
             self._group_ended = asyncio.get_running_loop().create_task(self._end_group())
@@ -131,39 +143,46 @@ class AgentProcess:
             if sig is None:  # pragma: no cover - SIGKILL not honoured (uninterruptible I/O)
                 return  # the guard still has the group: it tries again when we end
             names = [f"{pid} {name}" for pid, name in left]
-            self.tap.event("terminate", signal=sig.name, reason="left in the agent's group",
-                           group=self.pgid, pids=[pid for pid, _ in left])  # fmt: skip
+            self.witness.event(
+                events.Terminate(
+                    signal=sig.name,
+                    reason="left in the agent's group",
+                    group=self.pgid,
+                    pids=[pid for pid, _ in left],
+                )
+            )
             self.killed.append(f"{', '.join(names)}: {sig.name} (left in the agent's group)")
             self.signal_group(sig)
         guard.release(self.pgid)
 
-    def record_exit(self, returncode: int) -> tuple[int, int | None]:
-        """Record the ``exit`` event; the exit code as a shell reports it, and the signal."""
+    def tell_exit(self, returncode: int) -> tuple[int, int | None]:
+        """Tell the ``exit`` event; the exit code as a shell reports it, and the signal."""
         code, sig = exit_status(returncode)
-        self.tap.event(
-            "exit",
-            returncode=returncode,
-            exit_code=code,
-            signal=sig,
-            runtime_ms=(time.monotonic_ns() - self._spawned) / 1e6,
+        self.witness.event(
+            events.Exit(
+                returncode=returncode,
+                exit_code=code,
+                signal=sig,
+                runtime_ms=(time.monotonic_ns() - self._spawned) / 1e6,
+            )
         )
         return code, sig
 
     async def finish(self, reason: str) -> tuple[int, int | None]:
         """Wait for the exit (ending the process and its group if need be), let its
-        stderr be relayed, record the exit."""
+        stderr be relayed, tell the exit."""
         returncode = await self.stop(reason)
         for task in list(self._tasks):
             if task is not asyncio.current_task():
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(asyncio.shield(task), _DRAIN)
-        return self.record_exit(returncode)
+        return self.tell_exit(returncode)
 
     # -- on an event loop: the pipes ------------------------------------------------------
 
     async def pipes(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """The agent's stdout and stdin as asyncio streams; from now on its stderr is
-        relayed to ours and recorded."""
+        relayed to ours and told to the witness."""
         loop = asyncio.get_running_loop()
         p = self.proc
         assert p.stdin is not None and p.stdout is not None and p.stderr is not None
@@ -184,7 +203,7 @@ class AgentProcess:
 
     async def _stderr(self, err: asyncio.StreamReader) -> None:
         while data := await err.read(CHUNK):
-            self.tap.stderr(data)
+            self.witness.stderr(data)
             with contextlib.suppress(OSError):
                 write_all(2, data)
 

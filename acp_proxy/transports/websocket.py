@@ -5,7 +5,7 @@ connection types (a client's leg drops a client that reads nothing for the idle 
 :class:`StallGuard`), :class:`WsEndpoint` (one leg: whole messages in and out with their
 opcode, the close of one leg mirrored on another, within the close timeout whether the
 peer reads or not: :func:`close_within`), the ``lane`` hook a relay forwards complete
-messages through from the protocol callback, and how a leg ended (:class:`Ending`). The
+messages through from the protocol callback, and how a leg ended (:class:`LegEnd`). The
 header policy of the upgrade (what is relayed, what is stored) is
 :mod:`acp_proxy.transports.headers`.
 No recording and no relaying here: a relay installs its fast lane (``relay/lane.py``)
@@ -54,10 +54,10 @@ __all__ = [
     "DROPPED",
     "NO_STATUS",
     "Ended",
-    "Ending",
     "GuardedServerConnection",
     "Lane",
-    "Message",
+    "LegEnd",
+    "LegMessage",
     "RelayClientConnection",
     "RelayServerConnection",
     "StallGuard",
@@ -96,7 +96,7 @@ class WsSettings:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Message:
+class LegMessage:
     """One message as it crossed a leg: opcode and exact payload.
 
     ``terminated`` is set by line-based (stdio) sources: the line ended with ``\\n``.
@@ -111,7 +111,7 @@ class Message:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class Ending:
+class LegEnd:
     """How one leg ended.
 
     ``code`` is the close code to mirror on the other leg: the peer's when it closed
@@ -135,7 +135,7 @@ class Ending:
         return out
 
     @classmethod
-    def from_closed(cls, exc: ConnectionClosed) -> Ending:
+    def from_closed(cls, exc: ConnectionClosed) -> LegEnd:
         rcvd, sent = exc.rcvd, exc.sent
         if rcvd is not None and (sent is None or exc.rcvd_then_sent):
             return cls(int(rcvd.code), rcvd.reason, "peer", "close")
@@ -153,7 +153,7 @@ class Ending:
 class Ended(Exception):
     """A leg ended; ``ending`` says how."""
 
-    def __init__(self, ending: Ending) -> None:
+    def __init__(self, ending: LegEnd) -> None:
         super().__init__(ending.kind)
         self.ending = ending
 
@@ -215,8 +215,9 @@ class GuardedServerConnection(StallGuard, ServerConnection):
 
 class _Relaying(Connection):
     """What both legs' connections add: each message's opcode remembered
-    (``recv(decode=False)`` gives bytes for both), forwarding on a :class:`FastLane`, and
-    hooks run when writing may resume."""
+    (``recv(decode=False)`` gives bytes for both), the :class:`Lane` a relay may install to
+    see each frame first (the relay's is ``relay/lane.py``), and hooks run when writing may
+    resume."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -325,25 +326,25 @@ class WsEndpoint:
     def __init__(self, conn: RelayServerConnection | RelayClientConnection, side: str) -> None:
         self.conn = conn
         self.side = side
-        self._ending: Ending | None = None
+        self._ending: LegEnd | None = None
 
-    async def recv(self) -> Message:
+    async def recv(self) -> LegMessage:
         conn = self.conn
         conn.holding = False  # the previous message has been written on
         try:
             data = await conn.recv(decode=False)
         except ConnectionClosed as e:
-            raise Ended(Ending.from_closed(e)) from None
+            raise Ended(LegEnd.from_closed(e)) from None
         conn.holding = True  # until the relay asks for the next one
-        return Message(conn.opcodes.popleft(), data, _now())
+        return LegMessage(conn.opcodes.popleft(), data, _now())
 
-    async def send(self, msg: Message) -> None:
+    async def send(self, msg: LegMessage) -> None:
         try:
             await self.conn.send(msg.data, text=msg.opcode is Opcode.TEXT)
         except ConnectionClosed as e:
-            raise Ended(Ending.from_closed(e)) from None
+            raise Ended(LegEnd.from_closed(e)) from None
 
-    async def end(self, why: Ending) -> None:
+    async def end(self, why: LegEnd) -> None:
         """Mirror the other leg's end here. Idempotent.
 
         - a close code → the same code and reason in our close frame;

@@ -27,7 +27,7 @@ from acp_proxy.store.numbers import INT64_MAX, parse_int
 from acp_proxy.store.reader import Store
 from acp_proxy.text.timeline import FrameFilter
 from acp_proxy.ui import api
-from acp_proxy.ui.admission import Refused, admit
+from acp_proxy.ui.admission import NotAdmitted, admit
 from acp_proxy.ui.bounded import BoundedHandler
 from acp_proxy.ui.state import UiServer
 
@@ -140,7 +140,7 @@ class Handler(BoundedHandler):
                 self._api(path[len("/api/") :], query)
             else:
                 self._static(path)
-        except Refused as e:
+        except NotAdmitted as e:
             self._error(e.status, str(e))
         except UsageError as e:
             self._error(404 if str(e).startswith("no ") else 400, str(e))
@@ -287,8 +287,8 @@ class Handler(BoundedHandler):
 
     @staticmethod
     def _text_export(r: Any, fmt: str, terminal: str | None) -> str:
-        from acp_proxy.export.asciicast import asciicast
-        from acp_proxy.export.patch import session_patch
+        from acp_proxy.export.core.asciicast import asciicast
+        from acp_proxy.export.core.patch import session_patch
 
         if fmt == "patch":
             return session_patch(r).text
@@ -345,7 +345,7 @@ class Handler(BoundedHandler):
     @staticmethod
     def _changes(store: Store, seen: dict[int, Any]) -> list[dict[str, Any]]:
         changed = []
-        for c in store.db.query("SELECT * FROM captures"):
+        for c in store.dicts("SELECT * FROM captures"):
             row = api.capture_row_live(c)
             key = (row["messages"], row["status"], row["state"], row["label"], row["duration_s"])
             if seen.get(c["id"]) != key:

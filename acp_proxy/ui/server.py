@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from acp_proxy.errors import UsageError
-from acp_proxy.relay.admission import check_listen_address, check_token
+from acp_proxy.relay.core.admission import check_listen_address, check_token
 from acp_proxy.store.reader import Store
 from acp_proxy.ui.handler import Handler
 from acp_proxy.ui.indexer import Indexer

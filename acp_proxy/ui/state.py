@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_proxy.record.link import stderr_warn
-from acp_proxy.relay.admission import is_wildcard
+from acp_proxy.relay.core.admission import is_wildcard
 from acp_proxy.transports.accept import BACKLOG, OUT_OF_RESOURCES, Backoff
 from acp_proxy.transports.timeouts import Timeouts
 from acp_proxy.ui import api

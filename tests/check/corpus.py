@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from acp_proxy.events.ending import Ending
+from acp_proxy.events.ending import CaptureEnd
 from acp_proxy.protocol.frames import Direction, Frame, Opcode
 
 C, A = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
@@ -374,13 +374,13 @@ CASES = [
         "unanswered: the agent exited first",
         [*P1, (C, req(5, "_x/q", {}))],
         {("rpc.unanswered", "agent")},
-        {"ending": Ending("agent", "exit 3", "agent exited 3")},
+        {"ending": CaptureEnd("agent", "exit 3", "agent exited 3")},
     ),
     Case(
         "unanswered: the client ended the capture first",
         [*P1, (C, req(5, "_x/q", {}))],
         {("rpc.cut-short", "capture")},
-        {"ending": Ending("client", "ended by client: SIGTERM", "the client ended it")},
+        {"ending": CaptureEnd("client", "ended by client: SIGTERM", "the client ended it")},
     ),
     # -- schema
     Case(

@@ -13,7 +13,7 @@ import pytest
 from support.hostile import EVIL, record_script
 from support.proc import PROXY
 
-from acp_proxy.check.rules import RULES
+from acp_proxy.check.core.rules import RULES
 
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
 INIT_OK = {"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": 1}}

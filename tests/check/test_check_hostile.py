@@ -13,9 +13,9 @@ from corpus import CASES, A, C, _dumps, frames
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.check.core import Checker
-from acp_proxy.check.findings import SEVERITIES
-from acp_proxy.check.rules import RULES
+from acp_proxy.check.core.checker import Checker
+from acp_proxy.check.core.findings import SEVERITIES
+from acp_proxy.check.core.rules import RULES
 from acp_proxy.protocol.frames import Direction, Frame
 
 JSON = st.recursive(

@@ -15,7 +15,7 @@ from corpus import CANCEL, END, P1, P2, PERMISSION, PROMPT, TOOL_CALL, A, C, chu
 from corpus import update as session_update
 from support.playbook import Playbook
 
-from acp_proxy.check.core import Checker
+from acp_proxy.check.core.checker import Checker
 from acp_proxy.protocol.frames import Direction, Frame
 
 # -- inputs --------------------------------------------------------------------------------

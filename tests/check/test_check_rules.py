@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from corpus import CASES, P1, P2, PROMPT, A, C, Case, chunk, frames, req, res
 
-from acp_proxy.check.core import Checker, check_frames
-from acp_proxy.check.rules import RULES
+from acp_proxy.check.core.checker import Checker, check_frames
+from acp_proxy.check.core.rules import RULES
 
 
 def found(case: Case, **options: object) -> set[tuple[str, str]]:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from acp_proxy.check.core.schemas import FILES, load_schemas
 from acp_proxy.check.refresh import BUNDLE, main
-from acp_proxy.check.schemas import FILES, load_schemas
 
 NAMES = [
     f"{v}/{n}"

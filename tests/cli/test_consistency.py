@@ -47,8 +47,8 @@ def test_turns_are_numbered_alike_everywhere(demo_db: Path, tmp_path: Path) -> N
     assert [int(n) for n in re.findall(r"<tr><td class=num>(\d+)</td>", table)] == numbers
     # replay names the turns it compares the same way
     from acp_proxy.cli.views import load_frames
-    from acp_proxy.replay.compare import summarise_run
-    from acp_proxy.replay.match import parse_messages
+    from acp_proxy.replay.core.compare import summarise_run
+    from acp_proxy.replay.core.match import parse_messages
 
     run = summarise_run(parse_messages(load_frames(demo_db, None)))
     assert [int(t.label.split()[1]) for t in run.turns] == numbers

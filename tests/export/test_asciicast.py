@@ -7,7 +7,7 @@ from pathlib import Path
 
 from support.paths import DATA, RECORDINGS
 
-from acp_proxy.export.asciicast import asciicast
+from acp_proxy.export.core.asciicast import asciicast
 from acp_proxy.export.jsonl import read_jsonl
 from acp_proxy.reconstruct import reconstruct, render_screen
 

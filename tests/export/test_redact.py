@@ -24,7 +24,7 @@ from support.replay import DEMO_CLIENT, replay_agent_cmd, sdk_session
 
 from acp_proxy.demo import proxy_argv
 from acp_proxy.errors import UsageError
-from acp_proxy.export.redact import Redactor, parse_rules, secret_name
+from acp_proxy.export.core.redact import Redactor, parse_rules, secret_name
 from acp_proxy.protocol.frames import Direction, Frame
 from acp_proxy.store.reader import Store
 
@@ -392,3 +392,39 @@ def test_otlp_traces_are_made_from_the_redacted_frames(leaky_db: Path) -> None:
     for name, secret in secret_agent.SECRETS.items():
         assert secret.encode() not in r.stdout, name
     assert b"[redacted:" in r.stdout and b"redacted 5 of" in r.stderr
+
+
+def test_a_response_takes_its_method_by_the_one_pairing_rule() -> None:
+    """What a response answers is found as everywhere else (acp_proxy/protocol/pairing.py):
+    ids per direction, ``1`` is not ``"1"``, the newest of two requests with one id takes
+    it, and a null-id error answers the other side's unreadable frame."""
+    from acp_proxy.export.core.redact.messages import contexts
+    from acp_proxy.export.core.redact.scan import scan
+
+    raws = [
+        (C2A, b'{"jsonrpc":"2.0","id":1,"method":"authenticate","params":{}}'),
+        (A2C, b'{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{}}'),
+        (A2C, b'{"jsonrpc":"2.0","id":"1","result":{}}'),  # not 1: answers nothing
+        (C2A, b'{"jsonrpc":"2.0","id":1,"result":{"content":"x"}}'),  # the agent's request
+        (A2C, b'{"jsonrpc":"2.0","id":1,"result":{"token":"t"}}'),  # the client's
+        (C2A, b'{"jsonrpc":"2.0","id":2,"method":"authenticate","params":{}}'),
+        (C2A, b'{"jsonrpc":"2.0","id":2,"method":7,"params":{}}'),  # the newest takes id 2
+        (A2C, b'{"jsonrpc":"2.0","id":2,"result":{}}'),
+        (C2A, b"not json"),
+        (A2C, b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}'),
+    ]
+    frames = [Frame(i, d, 0, raw) for i, (d, raw) in enumerate(raws)]
+    found = contexts(frames, [scan(f.raw) for f in frames])
+    methods = [next(iter(m.values())).method if m else None for m in found]
+    assert methods == [
+        "authenticate",
+        "fs/read_text_file",
+        None,
+        "fs/read_text_file",
+        "authenticate",
+        "authenticate",
+        None,
+        None,
+        None,
+        None,
+    ]

@@ -15,10 +15,10 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from support.paths import ROOT
 
 from acp_proxy.export.jsonl import read_jsonl
-from acp_proxy.otel.fold import CaptureInfo, TraceFold
-from acp_proxy.otel.mapping import spans
-from acp_proxy.otel.model import MAX_ARRAY, MAX_CONTENT, MAX_VALUE, SpanData, attr
-from acp_proxy.otel.otlpjson import encode
+from acp_proxy.otel.core.fold import CaptureInfo, TraceFold
+from acp_proxy.otel.core.mapping import spans
+from acp_proxy.otel.core.model import MAX_ARRAY, MAX_CONTENT, MAX_VALUE, SpanData, attr
+from acp_proxy.otel.core.otlpjson import encode
 from acp_proxy.otel.sdk import readable
 from acp_proxy.protocol.frames import Direction, Frame
 

@@ -17,8 +17,8 @@ from support.paths import DATA
 from support.proc import PROXY
 
 from acp_proxy.export.jsonl import read_jsonl
-from acp_proxy.otel.fold import CaptureInfo
-from acp_proxy.otel.model import SpanData
+from acp_proxy.otel.core.fold import CaptureInfo
+from acp_proxy.otel.core.model import SpanData
 from acp_proxy.otel.source import trace_capture
 from acp_proxy.protocol.frames import Frame
 

@@ -136,7 +136,7 @@ def _git_repo(root: Path, files: dict[str, str]) -> None:
     subprocess.run(["git", "--version"], capture_output=True).returncode != 0, reason="no git"
 )
 def test_session_patch_applies_with_git_on_the_starting_tree(tmp_path: Path) -> None:
-    from acp_proxy.export.patch import session_patch
+    from acp_proxy.export.core.patch import session_patch
 
     r = _load(RECORDINGS / "demo-v1.jsonl")
     result = session_patch(r)
@@ -158,7 +158,7 @@ def test_session_patch_applies_with_git_on_the_starting_tree(tmp_path: Path) -> 
 
 
 def test_session_patch_uses_v2_patch_text_when_contents_are_unknown(tmp_path: Path) -> None:
-    from acp_proxy.export.patch import session_patch
+    from acp_proxy.export.core.patch import session_patch
 
     r = _load(DATA / "v2-diffs.jsonl")
     result = session_patch(r)

@@ -124,8 +124,8 @@ def test_any_sequence_of_messages_folds_and_renders(
 ) -> None:
     import json
 
-    from acp_proxy.export.asciicast import asciicast
-    from acp_proxy.export.patch import session_patch
+    from acp_proxy.export.core.asciicast import asciicast
+    from acp_proxy.export.core.patch import session_patch
 
     frames = _frames([(d, json.dumps(m)) for d, m in [*initialize(version), *messages]])
     r = reconstruct(frames)

@@ -21,9 +21,9 @@ import orjson
 import pytest
 from support.paths import DATA, ROOT
 
-from acp_proxy.export.asciicast import asciicast
+from acp_proxy.export.core.asciicast import asciicast
+from acp_proxy.export.core.patch import session_patch
 from acp_proxy.export.jsonl import read_jsonl
-from acp_proxy.export.patch import session_patch
 from acp_proxy.protocol.frames import Frame
 from acp_proxy.reconstruct import reconstruct
 from acp_proxy.reconstruct.views import reconstruction_json

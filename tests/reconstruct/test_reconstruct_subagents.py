@@ -9,7 +9,7 @@ from typing import Any
 
 from support.paths import DATA
 
-from acp_proxy.check.core import check_frames
+from acp_proxy.check.core.checker import check_frames
 from acp_proxy.export.jsonl import read_jsonl
 from acp_proxy.protocol.frames import Frame
 from acp_proxy.reconstruct import reconstruct

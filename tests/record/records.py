@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 from support.playbook import Playbook
 
-from acp_proxy.record.core import Core
-from acp_proxy.record.rows import (
+from acp_proxy.record.core.machine import Core
+from acp_proxy.record.core.rows import (
     CaptureFields,
     EventRow,
     FrameRow,
@@ -25,7 +25,7 @@ from acp_proxy.record.rows import (
     Row,
     StderrRow,
 )
-from acp_proxy.record.wire import Record, Stream, Type
+from acp_proxy.record.core.wire import Record, Stream, Type
 
 C2A, A2C, ERR = Stream.C2A, Stream.A2C, Stream.STDERR
 ENDED_AT = "2026-12-03T10:00:00.000Z"

@@ -6,7 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from acp_proxy.protocol.jsonrpc import classify
-from acp_proxy.record.rows import FrameRow, OpenRow
+from acp_proxy.record.core.rows import FrameRow, OpenRow
 from acp_proxy.record.sqlite import Database
 
 NOTE = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s"}}'

@@ -6,10 +6,10 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_proxy.record.core import Core
-from acp_proxy.record.rows import CaptureFields, FrameRow, GapRow, ItemRow, MarkRow, OpenRow
-from acp_proxy.record.state import Pending, Resume
-from acp_proxy.record.wire import Flag, Record, Stream, Type
+from acp_proxy.record.core.machine import Core
+from acp_proxy.record.core.rows import CaptureFields, FrameRow, GapRow, ItemRow, MarkRow, OpenRow
+from acp_proxy.record.core.state import Pending, Resume
+from acp_proxy.record.core.wire import Flag, Record, Stream, Type
 
 C2A, A2C, ERR = Stream.C2A, Stream.A2C, Stream.STDERR
 

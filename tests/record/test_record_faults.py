@@ -136,7 +136,7 @@ def test_a_full_disk_loses_frames_but_writes_the_loss_down(tmp_path: Path, db: P
     assert c["message_count"] + c["lost_count"] - cut == n  # type: ignore[operator]
     assert c["lost_count"] > 0 and c["message_count"] > 0  # type: ignore[operator]
     assert not list(tmp_path.glob("rec.sqlite.ledger.*"))
-    assert not list(tmp_path.glob("rec.sqlite.spill.*"))
+    assert not list(tmp_path.glob("rec.sqlite.journal.*"))
     # the proxy and its agent exited 0: that is what the capture says, with its loss
     assert (c["exit_code"], c["end_reason"]) == (0, "closed")
     listing = subprocess.run([*PROXY, "captures", "--db", str(db)], capture_output=True)
@@ -160,7 +160,7 @@ def test_a_locked_database_holds_up_nothing_and_loses_nothing(tmp_path: Path, db
     wait_recorded(db)
     c, stored = _stored(db)
     assert stored == source.read_bytes() and c["message_count"] == 51 and c["exit_code"] == 0
-    assert not list(tmp_path.glob("rec.sqlite.spill.*"))
+    assert not list(tmp_path.glob("rec.sqlite.journal.*"))
 
 
 def test_a_database_locked_past_the_end_spills_then_imports(tmp_path: Path, db: Path) -> None:
@@ -174,18 +174,46 @@ def test_a_database_locked_past_the_end_spills_then_imports(tmp_path: Path, db: 
     result = run_proxy(db, peer("echo_agent.py", str(copy), str(source)), b"{}\n", env=env)
     assert result.returncode == 0 and result.stdout == source.read_bytes()
     wait_recorded(db)
-    spills = list(tmp_path.glob("rec.sqlite.spill.*.acp"))
+    spills = list(tmp_path.glob("rec.sqlite.journal.*.acp"))
     assert len(spills) == 1 and spills[0].stat().st_mode & 0o777 == 0o600
     locker.execute("ROLLBACK")
     locker.close()
     out = subprocess.run([*PROXY, "import-spill", "--db", str(db)], capture_output=True)
     assert out.returncode == 0, out.stderr
-    assert not list(tmp_path.glob("rec.sqlite.spill.*"))
+    assert not list(tmp_path.glob("rec.sqlite.journal.*"))
     c, stored = _stored(db)
     assert stored == source.read_bytes() and c["message_count"] == 51
     assert c["exit_code"] == 0 and c["end_reason"] == "closed"
     again = subprocess.run([*PROXY, "import-spill", "--db", str(db)], capture_output=True)
     assert b"no spill files" in again.stderr
+
+
+def test_a_journal_left_under_its_old_name_is_still_brought_in(tmp_path: Path, db: Path) -> None:
+    """Journals were named <db>.spill.<journal>.<n>.acp before they were <db>.journal.…:
+    one an earlier release left behind is found, read and brought in all the same."""
+    subprocess.run([*PROXY, "demo", "--db", str(db)], check=True, capture_output=True)
+    locker = sqlite3.connect(db, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    source = tmp_path / "out.bin"
+    source.write_bytes(b'{"jsonrpc":"2.0","method":"left-behind"}\n' * 20)
+    env = {**os.environ, "ACP_PROXY_RECORDER_PATIENCE": "0.5"}
+    copy = tmp_path / "in.bin"
+    result = run_proxy(db, peer("echo_agent.py", str(copy), str(source)), b"{}\n", env=env)
+    assert result.returncode == 0
+    wait_recorded(db)
+    locker.execute("ROLLBACK")
+    locker.close()
+    left = list(tmp_path.glob("rec.sqlite.journal.*"))
+    assert any(f.suffix == ".acp" for f in left)
+    for f in left:  # as an earlier release named them
+        f.rename(f.with_name(f.name.replace(".journal.", ".spill.", 1)))
+    noted = subprocess.run([*PROXY, "captures", "--db", str(db)], capture_output=True)
+    assert b"never brought in" in noted.stderr
+    out = subprocess.run([*PROXY, "import-spill", "--db", str(db)], capture_output=True)
+    assert out.returncode == 0 and b"imported 21 frames" in out.stderr, out.stderr
+    assert not list(tmp_path.glob("rec.sqlite.spill.*"))
+    c, stored = _stored(db)
+    assert stored == source.read_bytes() and c["message_count"] == 21
 
 
 def test_an_unwritable_database_forwards_and_says_so_once(tmp_path: Path) -> None:
@@ -260,14 +288,14 @@ _CUT_THEN_ROOM = r"""
 import glob, resource, sys
 from pathlib import Path
 from acp_proxy.record.journal import JournalWriter
-from acp_proxy.record.wire import HEADER, Stream, Type
+from acp_proxy.record.core.wire import HEADER, Stream, Type
 db = Path(sys.argv[1])
 w = JournalWriter(db, "0123456789abcdef", warn=lambda m: None)
 soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
 first, second = b"a" * 3000, b"b" * 500
 resource.setrlimit(resource.RLIMIT_FSIZE, (1000, hard))  # the disk fills mid-record
 w.write(HEADER.pack(len(first), Type.CHUNK, Stream.A2C, 0, 1, 1, 0, 0), first)
-(segment,) = glob.glob(f"{db}.spill.*.acp")
+(segment,) = glob.glob(f"{db}.journal.*.acp")
 cut = Path(segment).stat().st_size
 resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))  # room again
 w.write(HEADER.pack(len(second), Type.CHUNK, Stream.A2C, 0, 1, 2, 3000, 0), second)
@@ -278,7 +306,7 @@ print(cut, segment)
 def test_a_record_cut_by_a_full_disk_is_finished_later_never_cut_back(db: Path) -> None:
     # a recorder following the journal may already have read the first bytes of the cut
     # record: they must stay as written, and the record be completed once there is room
-    from acp_proxy.record.wire import RecordReader, Type
+    from acp_proxy.record.core.wire import RecordReader, Type
 
     out = subprocess.run(
         [sys.executable, "-c", _CUT_THEN_ROOM, str(db)], capture_output=True, check=True

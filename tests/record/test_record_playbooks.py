@@ -1,7 +1,7 @@
 """The recorder core as playbooks: journal records in, database rows out.
 
 Each input is a record as a relay's tap writes it (``Chunk`` carries its stream position,
-kept by the driver as the tap keeps it); each output a row of :mod:`acp_proxy.record.rows`
+kept by the driver as the tap keeps it); each output a row of :mod:`acp_proxy.record.core.rows`
 in a short form (``records.py``). Progress columns (message count, stream positions,
 ``rseq``) are left out of ``Fields`` and read with ``Progress()``, so a script says only what
 a step changed.
@@ -36,7 +36,7 @@ from records import (
     recorder,
 )
 
-from acp_proxy.record.wire import Flag
+from acp_proxy.record.core.wire import Flag
 
 
 def rpc(text: str) -> bytes:

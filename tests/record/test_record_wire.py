@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from acp_proxy.record.wire import HEADER, Record, RecordReader, Type, encode
+from acp_proxy.record.core.wire import HEADER, Record, RecordReader, Type, encode
 
 records = st.builds(
     Record,

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from acp_proxy.protocol.jsonrpc import classify
+from acp_proxy.record.core.rows import FrameRow, OpenRow, Row
 from acp_proxy.record.recorder import Recorder
-from acp_proxy.record.rows import FrameRow, OpenRow, Row
 from acp_proxy.record.sqlite import Database
 
 

@@ -180,7 +180,7 @@ def test_missing_and_non_executable_agent(db: Path, tmp_path: Path) -> None:
     assert missing.returncode == 127
     assert missing.stdout == b""
     assert missing.stderr.decode().strip().splitlines() == [
-        "acp-proxy: agent command not found: no-such-agent-binary"
+        "acp-proxy: error: agent command not found: no-such-agent-binary"
     ]
     script = tmp_path / "agent.sh"
     script.write_text("#!/bin/sh\necho hi\n")

@@ -13,7 +13,7 @@ from support.ws import RAW, events, running_proxy, upstream_server
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from acp_proxy.relay.admission import Admission
+from acp_proxy.relay.core.admission import Admission
 
 
 @pytest.mark.parametrize("value", ["bearer t0k", "Bearer  t0k", "BEARER t0k", "Bearer t0k "])
@@ -106,3 +106,22 @@ async def test_two_upgrade_headers_are_not_a_crash(db: Path) -> None:
         writer.close()
     assert status.startswith(b"HTTP/1.1 4"), status  # the library's own refusal, not a 500
     assert up.conns == []
+
+
+def test_admission_reads_plain_values_whatever_library_parsed_the_request() -> None:
+    """The rules take a Caller made of a target and header pairs (websockets, h11, h2 and
+    the inspector's server each hand theirs): names in any case, repeats kept."""
+    from acp_proxy.relay.core.admission import Caller
+
+    caller = Caller.of(
+        "/acp?token=t0k",
+        [("host", "localhost:1"), ("ORIGIN", "https://a"), ("Origin", "https://b"), ("X", "y")],
+    )
+    assert caller == Caller("/acp?token=t0k", ("localhost:1",), ("https://a", "https://b"))
+    rules = Admission(token="t0k", allow_origins=frozenset({"https://a"}))
+    assert rules.refusal(caller) == (403, "2 Origin headers (a request has at most one)")
+    assert rules.refusal(Caller("/acp?token=t0k", ("127.0.0.1",))) is None
+    assert rules.refusal(Caller("/acp", ("127.0.0.1",), (), ("Bearer t0k",))) is None
+    assert rules.refusal(Caller("/acp", ("127.0.0.1",)))[0] == 401
+    assert rules.refusal(Caller("/acp", ("evil.example",)))[0] == 421
+    assert rules.refusal(Caller("/acp", ()))[0] == 421

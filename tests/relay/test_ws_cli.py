@@ -13,7 +13,7 @@ from support.ws import RAW, events, rows, upstream_server
 from websockets.asyncio.client import connect
 from websockets.datastructures import Headers
 
-from acp_proxy.relay.admission import Admission, upstream_target
+from acp_proxy.relay.core.admission import Admission, upstream_target
 from acp_proxy.transports.headers import (
     redact_headers,
     redact_url,

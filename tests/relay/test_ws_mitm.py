@@ -14,7 +14,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from acp_proxy.errors import UsageError
-from acp_proxy.relay.admission import check_listen_address
+from acp_proxy.relay.core.admission import check_listen_address
 from acp_proxy.transports.websocket import WsSettings
 
 MIB = 1024 * 1024

@@ -16,9 +16,9 @@ from typing import Any
 from support.playbook import Playbook
 
 from acp_proxy.protocol.frames import Direction, Frame
-from acp_proxy.replay.agent import AgentStandIn, Emit, MatchMode
-from acp_proxy.replay.client import ClientStandIn
-from acp_proxy.replay.match import Message, parse_messages
+from acp_proxy.replay.core.agent import AgentStandIn, Emit, MatchMode
+from acp_proxy.replay.core.client import ClientStandIn
+from acp_proxy.replay.core.match import ReplayMessage, parse_messages
 
 C, A = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 
@@ -74,7 +74,7 @@ class Problem:
     seq: int | None = None
 
 
-def recording(*items: tuple[Direction, Any]) -> list[Message]:
+def recording(*items: tuple[Direction, Any]) -> list[ReplayMessage]:
     frames = [
         Frame(i, d, i * 1000, v if isinstance(v, bytes) else json.dumps(v).encode())
         for i, (d, v) in enumerate(items)
@@ -106,10 +106,10 @@ def chunk(text: str, sid: str = "s1") -> dict[str, Any]:
 class _Outputs:
     """What both drivers share: out-going bytes in short form, new problems after them."""
 
-    messages: list[Message]
+    messages: list[ReplayMessage]
     reported = 0
 
-    def out(self, data: bytes, recorded: Message | None) -> Any:
+    def out(self, data: bytes, recorded: ReplayMessage | None) -> Any:
         if recorded is not None and data == recorded.raw:
             return Replays(recorded.seq)
         return Sends(json.loads(data))
@@ -121,7 +121,7 @@ class _Outputs:
 
 
 class AgentDriver(_Outputs):
-    def __init__(self, messages: list[Message], mode: MatchMode = MatchMode.LENIENT) -> None:
+    def __init__(self, messages: list[ReplayMessage], mode: MatchMode = MatchMode.LENIENT) -> None:
         self.stand_in = AgentStandIn(messages, mode)
 
     def feed(self, item: Any) -> list[Any]:
@@ -139,7 +139,7 @@ class AgentDriver(_Outputs):
 
 
 class ClientDriver(_Outputs):
-    def __init__(self, messages: list[Message], **options: Any) -> None:
+    def __init__(self, messages: list[ReplayMessage], **options: Any) -> None:
         self.stand_in = ClientStandIn(messages, **options)
         self.next = 0
 
@@ -164,7 +164,7 @@ class ClientDriver(_Outputs):
             raise AssertionError(f"an input the client stand-in does not take: {item!r}")
         return out + self.problems(s.problems)
 
-    def out(self, data: bytes, recorded: Message | None) -> Any:
+    def out(self, data: bytes, recorded: ReplayMessage | None) -> Any:
         # an answer the stand-in took from the recording, unchanged, is a replay too
         match = recorded or next((m for m in self.stand_in.messages if m.raw == data), None)
         return super().out(data, match)

@@ -18,7 +18,7 @@ from support.paths import DATA
 from support.proc import PROXY, wait_recorded
 
 from acp_proxy.demo import client, proxy_argv, run_demo
-from acp_proxy.text.diff import word_diff
+from acp_proxy.replay.core.report import word_diff
 
 CHANGED = [sys.executable, str(DATA / "share" / "diff_agent.py")]
 MODES = ("answer", "file", "terminal", "title")
@@ -154,9 +154,9 @@ def _session(version: int, outcome: str, sid: str) -> list[object]:
 
 
 def test_permissions_and_initialize_are_compared() -> None:
-    from acp_proxy.replay.compare import compare, summarise_run
-    from acp_proxy.replay.mapper import Mapper
-    from acp_proxy.replay.match import parse_messages
+    from acp_proxy.replay.core.compare import compare, summarise_run
+    from acp_proxy.replay.core.mapper import Mapper
+    from acp_proxy.replay.core.match import parse_messages
 
     a = summarise_run(parse_messages(_session(1, "selected", "s1")), detail=True)  # type: ignore[arg-type]
     mapper = Mapper()

@@ -6,12 +6,12 @@ import json
 from typing import Any
 
 from acp_proxy.protocol.frames import Direction, Frame
-from acp_proxy.replay.agent import AgentStandIn, MatchMode
-from acp_proxy.replay.canonical import canonical, differences
-from acp_proxy.replay.client import ClientStandIn
-from acp_proxy.replay.compare import compare, parse_ignore, summarise_run
-from acp_proxy.replay.mapper import Mapper
-from acp_proxy.replay.match import parse_messages
+from acp_proxy.replay.core.agent import AgentStandIn, MatchMode
+from acp_proxy.replay.core.canonical import canonical, differences
+from acp_proxy.replay.core.client import ClientStandIn
+from acp_proxy.replay.core.compare import compare, parse_ignore, summarise_run
+from acp_proxy.replay.core.mapper import Mapper
+from acp_proxy.replay.core.match import parse_messages
 
 C, A = "c2a", "a2c"
 

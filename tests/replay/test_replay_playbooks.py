@@ -33,7 +33,7 @@ from standins import (
 )
 from support.playbook import Like
 
-from acp_proxy.replay.agent import MatchMode
+from acp_proxy.replay.core.agent import MatchMode
 
 INIT = req(0, "initialize", protocolVersion=1)
 INIT_OK = ok(0, {"protocolVersion": 1, "agentCapabilities": {}})

@@ -8,10 +8,10 @@ import json
 from typing import Any
 
 from acp_proxy.protocol.frames import Direction, Frame
-from acp_proxy.replay.client import ClientStandIn
-from acp_proxy.replay.compare import compare, summarise_run
-from acp_proxy.replay.ending import client_ending, client_eof_ns
-from acp_proxy.replay.match import parse_messages
+from acp_proxy.replay.core.client import ClientStandIn
+from acp_proxy.replay.core.compare import compare, summarise_run
+from acp_proxy.replay.core.ending import client_ending, client_eof_ns
+from acp_proxy.replay.core.match import parse_messages
 
 C2A, A2C = Direction.CLIENT_TO_AGENT, Direction.AGENT_TO_CLIENT
 

@@ -23,7 +23,8 @@ from hypercorn.asyncio import serve as hypercorn_serve
 from hypercorn.config import Config
 
 from acp_proxy.record.link import RecorderLink
-from acp_proxy.relay.admission import Admission, ServeConfig
+from acp_proxy.relay.config import ServeConfig
+from acp_proxy.relay.core.admission import Admission
 from acp_proxy.relay.http import serve
 from acp_proxy.transports.websocket import WsSettings
 from support.paths import PEERS

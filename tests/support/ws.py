@@ -17,7 +17,8 @@ from websockets.asyncio.server import serve as ws_serve
 from websockets.exceptions import ConnectionClosed
 
 from acp_proxy.record.link import RecorderLink
-from acp_proxy.relay.admission import Admission, ServeConfig
+from acp_proxy.relay.config import ServeConfig
+from acp_proxy.relay.core.admission import Admission
 from acp_proxy.relay.listener import serve
 from acp_proxy.transports.websocket import WsSettings
 

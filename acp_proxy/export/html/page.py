@@ -12,7 +12,7 @@ import io
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any
 
-from acp_proxy.check.findings import Finding
+from acp_proxy.check.core.findings import Finding
 from acp_proxy.check.source import by_seq
 from acp_proxy.export.html import sections
 from acp_proxy.export.html.rows import Rows

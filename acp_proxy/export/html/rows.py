@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import IO
 
-from acp_proxy.check.findings import Finding
+from acp_proxy.check.core.findings import Finding
 from acp_proxy.export.html.style import esc
 from acp_proxy.store.reader import StoredFrame
 from acp_proxy.text.summary import summary

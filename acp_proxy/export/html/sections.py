@@ -12,7 +12,7 @@ import shlex
 from collections.abc import Iterable
 from typing import Any
 
-from acp_proxy.check.findings import Finding
+from acp_proxy.check.core.findings import Finding
 from acp_proxy.events import describe, is_bad
 from acp_proxy.export.html.screen import screen_html
 from acp_proxy.export.html.style import esc, link, patch_html

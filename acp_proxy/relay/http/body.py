@@ -21,8 +21,10 @@ import asyncio
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from acp_proxy import events
+from acp_proxy.events import UNSET, Unset
 from acp_proxy.protocol.frames import Direction, Opcode
-from acp_proxy.record.wire import Stream
+from acp_proxy.record.core.wire import Stream
 from acp_proxy.relay.http.connections import BODY_KEPT, AcpConnection, body_field, raw_field
 from acp_proxy.transports.http.common import ClientGone, ClientRequest, End, UpstreamDropped
 from acp_proxy.transports.sse import SseEvent, SseFramer, canonical
@@ -30,9 +32,23 @@ from acp_proxy.transports.sse import SseEvent, SseFramer, canonical
 if TYPE_CHECKING:
     from acp_proxy.relay.http.upstreams import Reply
 
-__all__ = ["BodyEnding", "relay_body"]
+__all__ = ["BodyEnding", "EventStream", "relay_body"]
 
 _A2C = Direction.AGENT_TO_CLIENT
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EventStream:
+    """Which event stream an answer is: the ACP connection's, or a session's."""
+
+    stream: str  # 'connection' or 'session'
+    session: str | Unset = UNSET
+
+
+def _raw(data: bytes) -> tuple[str | Unset, str | Unset]:
+    """Bytes kept in an event: as text when they are UTF-8 (``raw``), else base64."""
+    kept = raw_field(data)
+    return kept.get("raw", UNSET), kept.get("raw_b64", UNSET)
 
 
 @dataclasses.dataclass(slots=True)
@@ -42,7 +58,7 @@ class BodyEnding:
 
 
 class _Recorder:
-    def __init__(self, acp: AcpConnection, stream: dict[str, Any], max_size: int) -> None:
+    def __init__(self, acp: AcpConnection, stream: EventStream, max_size: int) -> None:
         self.tap = acp.tap
         self.stream = stream
         self.framer = SseFramer(max_size)
@@ -60,24 +76,29 @@ class _Recorder:
             self.messages.append(index)
             tap.message(_A2C, event.data, Opcode.TEXT)
             if not canonical(event):
-                tap.event("sse", **self.stream, message=index, **raw_field(event.raw))
+                raw, b64 = _raw(event.raw)
+                tap.event(events.Sse(stream=self.stream.stream, session=self.stream.session,
+                                     message=index, raw=raw, raw_b64=b64))  # fmt: skip
         else:  # no message: it comes before the a2c message numbered ``before``
-            tap.event("sse", **self.stream, before=index, **raw_field(event.raw))
+            raw, b64 = _raw(event.raw)
+            tap.event(events.Sse(stream=self.stream.stream, session=self.stream.session,
+                                 before=index, raw=raw, raw_b64=b64))  # fmt: skip
 
-    def end(self, how: str, size: int, **detail: Any) -> None:
+    def end(self, how: str, size: int, error: str | Unset = UNSET) -> None:
         tail = self.framer.end()
-        if tail is not None:
-            detail["incomplete"] = raw_field(tail.raw)
         by = "proxy" if how in ("shutdown", "client_gone") else "peer"
         self.tap.event(
-            "stream_end",
-            **self.stream,
-            how=how,
-            by=by,
-            events=self.events,
-            bytes=size,
-            messages=self.messages,
-            **detail,
+            events.StreamEnd(
+                stream=self.stream.stream,
+                session=self.stream.session,
+                how=how,
+                by=by,
+                events=self.events,
+                bytes_=size,
+                messages=self.messages,
+                error=error,
+                incomplete=raw_field(tail.raw) if tail is not None else UNSET,
+            )
         )
 
 
@@ -89,11 +110,11 @@ async def relay_body(
     sse: bool,
     expected: int | None,
     max_size: int,
-    stream: dict[str, Any],
+    stream: EventStream | None,
 ) -> BodyEnding:
     """Relay ``reply``'s body to ``client`` piece by piece, recording each piece first."""
     tap = acp.tap
-    rec = _Recorder(acp, stream, max_size) if sse else None
+    rec = _Recorder(acp, stream, max_size) if stream is not None else None
     message = not sse and 200 <= reply.status < 300  # a message (initialize's answer)
     kept = bytearray()
     size = 0
@@ -154,5 +175,5 @@ async def relay_body(
         if rec is not None:
             rec.end(how, size)
         else:
-            tap.event("body_end", how=how, body_size=size)
+            tap.event(events.BodyEnd(how=how, body_size=size))
         raise

@@ -24,6 +24,7 @@ import base64
 from collections.abc import Iterable
 from typing import Any
 
+from acp_proxy import events
 from acp_proxy.record.link import CaptureMeta, RecorderLink, Tap
 from acp_proxy.transports.headers import redact_headers, redact_url
 from acp_proxy.transports.http.headers import decoded
@@ -83,7 +84,7 @@ class AcpConnection:
         if self.conn_id is None:
             self.conn_id = conn_id
             self.registry.by_id.setdefault(conn_id, self)
-            self.tap.event("connection", connection_id=conn_id)
+            self.tap.event(events.Connection(connection_id=conn_id))
 
     def close(self, **fields: Any) -> None:
         if self.closed:

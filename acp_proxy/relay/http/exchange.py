@@ -16,17 +16,18 @@ import asyncio
 import contextlib
 import time
 import urllib.parse
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from websockets.datastructures import Headers
-from websockets.http11 import Request as WsRequest
-
+from acp_proxy import events
+from acp_proxy.errors import UpstreamError
+from acp_proxy.events import UNSET
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.record.link import stderr_warn
-from acp_proxy.relay.admission import upstream_target
-from acp_proxy.relay.http.body import relay_body
+from acp_proxy.relay.core.admission import Caller, upstream_target
+from acp_proxy.relay.http.body import EventStream, relay_body
 from acp_proxy.relay.http.connections import AcpConnection, stored_headers
-from acp_proxy.relay.http.upstreams import Reply, UpstreamFailed
+from acp_proxy.relay.http.upstreams import Reply
 from acp_proxy.text.safe import visible
 from acp_proxy.transports.headers import redact_url, without_params
 from acp_proxy.transports.http.common import ClientRequest, ClientTimeout
@@ -39,12 +40,13 @@ if TYPE_CHECKING:
 __all__ = ["ClientConnection", "Exchange"]
 
 Raw = list[tuple[bytes, bytes]]
+Answered = Callable[..., events.Event]  # the event kind of an answer we give ourselves
 
 
 class ClientConnection:
     """A client connection: its admission slots and its upstream connections.
 
-    A connection holds one slot of the listener's :class:`~acp_proxy.relay.capacity.Capacity`
+    A connection holds one slot of the listener's :class:`~acp_proxy.relay.core.capacity.Capacity`
     from its first request on, and one more for each exchange beyond the first running at
     once (HTTP/2 streams): every exchange in flight commits its ``2 × --max-size``."""
 
@@ -119,10 +121,11 @@ class Exchange:
                 self.conn.exchange_done()
 
     async def answer(
-        self, acp: AcpConnection, status: int, kind: str, message: str, **detail: Any
+        self, acp: AcpConnection, status: int, make: Answered, message: str, **detail: Any
     ) -> bool:
-        """Answer the client ourselves (a refusal, an upstream that cannot be reached)."""
-        acp.tap.event(kind, status=status, error=message, request=self.request_event(), **detail)
+        """Answer the client ourselves (a refusal, an upstream that cannot be reached),
+        recording the event ``make`` makes of it."""
+        acp.tap.event(make(status=status, error=message, request=self.request_event(), **detail))
         _warn(
             f"{self.client.peer} {self.client.method.decode('latin-1')} "
             f"{redact_url(self.target, keep_secrets=False)}: {message}; answered HTTP {status}"
@@ -137,15 +140,15 @@ class Exchange:
     async def _run(self, acp: AcpConnection) -> bool:
         cfg = self.front.config
         client = self.client
-        headers = Headers(decoded(client.headers))
-        if "Host" not in headers and client.authority:  # HTTP/2 names it so
-            headers["Host"] = client.authority.decode("latin-1")
-        refusal = cfg.admission.refusal(WsRequest(self.target, headers))
+        headers = decoded(client.headers)
+        if client.authority and not any(n.lower() == "host" for n, _ in headers):
+            headers.append(("Host", client.authority.decode("latin-1")))  # HTTP/2 names it so
+        refusal = cfg.admission.refusal(Caller.of(self.target, headers))
         if refusal is not None:
-            return await self.answer(acp, refusal[0], "refused", refusal[1]) and False
+            return await self.answer(acp, refusal[0], events.Refused, refusal[1]) and False
         full = self.conn.admit()
         if full is not None:
-            return await self.answer(acp, 503, "refused", full) and False
+            return await self.answer(acp, 503, events.Refused, full) and False
         self.admitted = True
         body = await self._read_body(acp)
         if body is None:
@@ -164,11 +167,15 @@ class Exchange:
                 body,
                 client.send_informational,
             )
-        except UpstreamFailed as e:
+        except UpstreamError as e:
             shown = redact_url(cfg.upstream or "", keep_secrets=False)
             url = redact_url(cfg.upstream or "", keep_secrets=self.front.keep)
             return await self.answer(
-                acp, 502, "upstream_failed", f"upstream {shown} unreachable ({e})", upstream_url=url
+                acp,
+                502,
+                events.UpstreamFailed,
+                f"upstream {shown} unreachable ({e})",
+                upstream_url=url,
             )
         try:
             return await self._respond(acp, reply)
@@ -186,7 +193,7 @@ class Exchange:
         try:
             body = await self.client.read_body(limit)
         except ClientTimeout as e:
-            await self.answer(acp, 408, "timed_out", f"{e} (--body-timeout)", direction="c2a")
+            await self.answer(acp, 408, events.TimedOut, f"{e} (--body-timeout)", direction="c2a")
             return None
         if isinstance(body, int):
             await self._too_big(acp, body)
@@ -198,7 +205,7 @@ class Exchange:
         await self.answer(
             acp,
             413,
-            "too_big",
+            events.TooBig,
             f"request body of {size}+ bytes is over --max-size ({limit})",
             direction="c2a",
             size=size,
@@ -206,6 +213,7 @@ class Exchange:
         )
 
     def _http_event(self, reply: Reply) -> dict[str, Any]:
+        """What every ``http`` event of this exchange says first."""
         return {
             "request": self.request_event(),
             "response": {
@@ -227,12 +235,11 @@ class Exchange:
             for v in get_all(raw, b"content-type")
         )
         detail = self._http_event(reply)
-        stream: dict[str, Any] = {}
+        stream = None
         if sse:
-            stream = {"stream": "session" if self.session else "connection"}
-            if self.session:
-                stream["session"] = self.session
-            acp.tap.event("http", **detail, **stream)
+            stream = EventStream("session" if self.session else "connection",
+                                 self.session if self.session else UNSET)  # fmt: skip
+            acp.tap.event(events.Http(**detail, stream=stream.stream, session=stream.session))
         lengths = get_all(raw, b"content-length")
         chunked = bool(get_all(raw, b"transfer-encoding"))
         expected = int(lengths[0]) if lengths and lengths[0].strip().isdigit() else None
@@ -260,7 +267,7 @@ class Exchange:
             return False
         ending = body_task.result()
         if not sse:
-            acp.tap.event("http", **detail, **ending.body)
+            acp.tap.event(events.Http(**detail, **ending.body))
         if ending.how != "end":
             client.abort()
             return False

@@ -1,7 +1,7 @@
 """What the connections of a Streamable HTTP listener share.
 
 What belongs here: :class:`Front`: the listener's settings and limits
-(:class:`acp_proxy.relay.capacity.Capacity`), its captures
+(:class:`acp_proxy.relay.core.capacity.Capacity`), its captures
 (:class:`acp_proxy.relay.http.connections.AcpConnections`), the upstream and which HTTP
 each client connection speaks to it (``--upstream-http2``), the WebSocket upgrades, and
 the client connections running, to end them when the listener stops.
@@ -14,8 +14,8 @@ from collections.abc import Coroutine
 from typing import Any
 
 from acp_proxy.record.link import RecorderLink
-from acp_proxy.relay.admission import ServeConfig
-from acp_proxy.relay.capacity import Capacity
+from acp_proxy.relay.config import ServeConfig
+from acp_proxy.relay.core.capacity import Capacity
 from acp_proxy.relay.http.connections import AcpConnections
 from acp_proxy.relay.http.upgrade import Upgrades
 from acp_proxy.relay.http.upstreams import Upstreams

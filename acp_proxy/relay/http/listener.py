@@ -13,11 +13,11 @@ connection's first bytes say what it is:
   HTTP/2 with ``Upgrade: h2c``.
 
 Admission is ``ws``'s: the ``Host``, token and origin rules of
-:class:`acp_proxy.relay.admission.Admission` apply to every request, connections are
+:class:`acp_proxy.relay.core.admission.Admission` apply to every request, connections are
 accepted by :class:`acp_proxy.transports.accept.Acceptor` (which survives running out of
 descriptors) and held to the listener's timeouts (a head, a body, an idle wait:
 :class:`acp_proxy.transports.timeouts.Timeouts`), and the listener's
-:class:`acp_proxy.relay.capacity.Capacity` counts connections of both transports (an
+:class:`acp_proxy.relay.core.capacity.Capacity` counts connections of both transports (an
 HTTP/2 connection once more for each stream beyond the first at once). Which capture a
 request belongs to is :mod:`acp_proxy.relay.http.connections`; what crosses and what is
 recorded is docs/http.md. What the connections share is
@@ -34,7 +34,8 @@ import h11
 
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import warn
-from acp_proxy.relay.admission import ServeConfig, check_listen_address
+from acp_proxy.relay.config import ServeConfig
+from acp_proxy.relay.core.admission import check_listen_address
 from acp_proxy.relay.http.front import Front
 from acp_proxy.relay.http.h1 import H1ClientConnection
 from acp_proxy.relay.http.h2 import H2ClientConnection

@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 
 from acp_proxy.record.link import RecorderLink
-from acp_proxy.relay.admission import ServeConfig
-from acp_proxy.relay.capacity import Capacity
-from acp_proxy.relay.listener import Front
+from acp_proxy.relay.config import ServeConfig
+from acp_proxy.relay.core.capacity import Capacity
+from acp_proxy.relay.listener import WsFront
 from acp_proxy.transports.websocket import RelayServerConnection
 from acp_proxy.transports.ws_handover import HandOver
 
@@ -28,7 +28,7 @@ class Upgrades:
     def __init__(
         self, config: ServeConfig, writer: RecorderLink, capacity: Capacity, listen_url: str
     ) -> None:
-        self.front = Front(config, writer)
+        self.front = WsFront(config, writer)
         self.front.capacity = capacity  # one listener, one limit for both transports
         self.front.listen_url = listen_url
         self.hand_over = HandOver(

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 
 import h11
 
+from acp_proxy.errors import UpstreamError
 from acp_proxy.transports.http.common import End, UpstreamDropped, describe
 from acp_proxy.transports.http.h2base import H2Stream, StreamGone
 from acp_proxy.transports.http.h2client import reason_of
@@ -27,14 +28,10 @@ from acp_proxy.transports.http.h2upstream import H2Upstream
 from acp_proxy.transports.http.headers import framing, get_all
 from acp_proxy.transports.http.legs import UpstreamLeg
 
-__all__ = ["Reply", "UpstreamFailed", "Upstreams"]
+__all__ = ["Reply", "Upstreams"]
 
 Raw = list[tuple[bytes, bytes]]
 Informational = Callable[[int, Raw], Awaitable[None]]
-
-
-class UpstreamFailed(Exception):
-    """No answer came: the upstream could not be reached, or failed before its head."""
 
 
 class Reply:
@@ -124,13 +121,14 @@ class Upstreams:
         informational: Informational,
     ) -> Reply:  # fmt: skip
         """Send the request (``relayed``: its end-to-end headers); the answer's head, 1xx
-        answers handed to ``informational``. :class:`UpstreamFailed` when none came."""
+        answers handed to ``informational``. :class:`~acp_proxy.errors.UpstreamError` when none
+        came: the upstream could not be reached, or failed before its head."""
         try:
             if self.http2:
                 return await self._h2(method, path, client_headers, relayed, body, informational)
             return await self._h1(method, path, client_headers, relayed, body, informational)
         except (OSError, TimeoutError, h11.ProtocolError, StreamGone) as e:
-            raise UpstreamFailed(describe(e)) from e
+            raise UpstreamError(describe(e)) from e
 
     async def _h1(
         self, method: bytes, path: bytes, client_headers: Raw, relayed: Raw, body: bytes,

@@ -1,9 +1,9 @@
-"""What a relayed HTTP exchange looks like from either leg, whichever HTTP it speaks (no
-I/O).
+"""What a relayed HTTP exchange looks like from either leg, whichever HTTP it speaks.
 
-What belongs here: :class:`ClientRequest`, a request from the client and the way back to
-it, as an HTTP/1.1 request (:class:`acp_proxy.transports.http.legs.H1Request`) and an
-HTTP/2 stream (:class:`acp_proxy.transports.http.h2client.H2Request`) both provide it;
+What belongs here: the interface the legs share, none of their I/O (asyncio is imported for
+its types only): :class:`ClientRequest`, a request from the client and the way back to it,
+as an HTTP/1.1 request (:class:`acp_proxy.transports.http.legs.H1Request`) and an HTTP/2
+stream (:class:`acp_proxy.transports.http.h2client.H2Request`) both provide it;
 :class:`End`, the end of a body; the errors the legs raise (:class:`ClientGone`,
 :class:`ClientTimeout`, :class:`UpstreamDropped`).
 """

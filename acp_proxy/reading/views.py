@@ -1,0 +1,124 @@
+"""What the user saw, read from a capture: its reconstruction and the views of it.
+
+What belongs here: the frames a fold needs (:func:`plain_frames`, with progress told as
+they are read), the reconstruction at the end or at a frame, of one session when asked
+(:func:`reconstruction`), the JSON of each view (:data:`VIEWS`), the ``tools``,
+``terminals`` and ``diffs`` views written as JSON item by item (:func:`write_json_view`),
+and the text of the ``asciicast`` and ``patch`` exports (:func:`export_text`). A view's
+text for a terminal is made by :mod:`acp_proxy.text.views`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import IO, Any, Protocol, TypeVar
+
+from acp_proxy.errors import UsageError
+from acp_proxy.protocol.frames import Frame
+from acp_proxy.reading.capture import OpenCapture
+from acp_proxy.reconstruct import Reconstruction, reconstruct
+from acp_proxy.reconstruct import views as rviews
+
+T = TypeVar("T")
+
+__all__ = [
+    "STREAMED",
+    "VIEWS",
+    "ReadProgress",
+    "export_text",
+    "plain_frames",
+    "reconstruction",
+    "write_json_view",
+]
+
+VIEWS: dict[str, Callable[[Reconstruction], Any]] = {
+    "turns": rviews.turns_json,
+    "tools": rviews.tools_json,
+    "permissions": rviews.permissions_json,
+    "terminals": rviews.terminals_json,
+    "diffs": rviews.diffs_json,
+    "files": rviews.files_json,
+    "sessions": rviews.sessions_json,
+}
+"""The views of a reconstruction, by name, as JSON (``show --view NAME --json``)."""
+
+STREAMED = ("tools", "terminals", "diffs")
+"""The views written item by item as they are folded (:func:`write_json_view`)."""
+
+
+class ReadProgress(Protocol):
+    """Told how much of a capture has been read (the command line draws it on stderr)."""
+
+    def wrap(self, items: Iterator[T]) -> Iterator[T]: ...
+    def advance(self, n: int = 1) -> None: ...
+    def clear(self) -> None: ...
+
+
+def plain_frames(
+    cap: OpenCapture, at: int | None = None, progress: ReadProgress | None = None
+) -> Iterator[Frame]:
+    """The frames of ``cap`` (up to frame ``at``), as a fold needs them."""
+    if cap.is_file:
+        return (sf.frame for sf in cap.source.frames(upto_seq=at))
+    frames = cap.source.plain_frames(upto_seq=at)
+    return frames if progress is None else progress.wrap(frames)
+
+
+def reconstruction(
+    cap: OpenCapture,
+    at: int | None = None,
+    *,
+    session: str | None = None,
+    progress: ReadProgress | None = None,
+) -> Reconstruction:
+    """What the user saw of ``cap``: at its end, or after frame ``at``; of one session and
+    its children alone with ``session``."""
+    r = reconstruct(plain_frames(cap, at, progress), at=at)
+    if session is not None:
+        r.only_session(session)
+    return r
+
+
+def write_json_view(
+    cap: OpenCapture,
+    view: str,
+    out: IO[bytes],
+    at: int | None = None,
+    *,
+    session: str | None = None,
+    progress: ReadProgress | None = None,
+) -> None:
+    """One of :data:`STREAMED` as JSON to ``out``, written as it is folded
+    (:func:`~acp_proxy.export.listing.write_view`)."""
+    from acp_proxy.export.listing import write_view
+
+    if cap.is_file:
+        write_view(cap.source, view, out, at=at, session=session)
+    else:
+        write_view(cap.source, view, out, at=at, session=session, progress=progress)
+
+
+def export_text(r: Reconstruction, fmt: str, terminal: str | None = None) -> tuple[str, list[str]]:
+    """The text of an ``asciicast`` (of ``terminal``, or the capture's only one) or
+    ``patch`` export of ``r``, and what to warn of."""
+    from acp_proxy.export.core.asciicast import asciicast
+    from acp_proxy.export.core.patch import session_patch
+
+    if fmt == "patch":
+        result = session_patch(r)
+        notes = [f"skipped {path}: {why}" for path, why in result.skipped]
+        if not result.text:
+            notes.append("no text changes whose contents or patch text are known")
+        return result.text, notes
+    terms = list(r.terminals.values())
+    if terminal is None:
+        if len(terms) != 1:
+            ids = ", ".join(t.terminal_id for t in terms) or "none"
+            raise UsageError(f"give --terminal ID (terminals in this capture: {ids})")
+        return asciicast(terms[0]), []
+    found = [t for t in terms if t.terminal_id == terminal]
+    if not found:
+        ids = ", ".join(t.terminal_id for t in terms) or "none"
+        raise UsageError(f"no terminal {terminal!r} (terminals in this capture: {ids})")
+    notes = [] if len(found) == 1 else [f"{terminal} is in several sessions; using the first"]
+    return asciicast(found[0]), notes
