@@ -87,8 +87,9 @@ async def _flooded(case: str, tmp_path: Path) -> AsyncIterator[Listener]:
         if case == "http websocket":  # upgrades go to the same endpoint as ws://
             upstream = ws_up.replace("ws://", "http://")
         agent = flood_agent(tmp_path) if what == "agent" else None
+        grace = ("--grace", "0.5") if agent else ()  # an agent's grace, kept short
         async with running(
-            kind, tmp_path, upstream=upstream, agent=agent, recording=flood
+            kind, tmp_path, *grace, upstream=upstream, agent=agent, recording=flood
         ) as listener:
             host = f"{listener.host}:{listener.port}"
             if case == "ui export":  # the imported flood, 25 MiB of it
@@ -98,7 +99,7 @@ async def _flooded(case: str, tmp_path: Path) -> AsyncIterator[Listener]:
             else:
                 request = upgrade_head(host) + (ws_text(INITIALIZE) if kind == "replay" else b"")
             _reader, writer = await open_raw(listener, request, rcvbuf=4096)
-            await asyncio.sleep(3)  # the buffers fill up
+            await asyncio.sleep(1)  # the buffers fill up (64 KiB events on loopback)
             yield listener
             writer.close()
 

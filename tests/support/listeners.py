@@ -157,7 +157,8 @@ async def http_upstream() -> AsyncIterator[str]:
                         return
                     conn.receive_data(data)
                 elif isinstance(event, h11.Request):
-                    if b"event-stream" in dict(event.headers).get(b"accept", b""):
+                    accept = dict(event.headers).get(b"accept", b"")
+                    if event.method == b"GET" and b"event-stream" in accept:
                         await _flood_events(writer)
                         return
                 elif isinstance(event, h11.EndOfMessage):
