@@ -44,10 +44,11 @@ def captures(db: Path | None, as_json: bool, limit: int | None, no_pager: bool) 
         return
     width = max(4, *(len(str(r["id"])) for r in rows))
     labels = max(5, *(len(_label(r["label"])) for r in rows))
+    statuses = max(6, *(len(r["status"]) for r in rows))  # "ended by client: SIGTERM"…
     with paged(not no_pager):
         head = (
             f"{'id':>{width}}  {'started (UTC)':<19}  {'dur':>7}  {'proto':>5}  {'msgs':>6}  "
-            f"{'status':<9}  {'label':<{labels}}  {'client ⇄ agent':<34}  command"
+            f"{'status':<{statuses}}  {'label':<{labels}}  {'client ⇄ agent':<34}  command"
         )
         echo(Styled.of((head, "bold")))
         for r in rows:
@@ -59,7 +60,7 @@ def captures(db: Path | None, as_json: bool, limit: int | None, no_pager: bool) 
                 Styled.of(
                     f"{r['id']:>{width}}  {r['started_at'][:19].replace('T', ' '):<19}  "
                     f"{dur:>7}  {proto:>5}  {r['messages']:>6}  ",
-                    (f"{r['status']:<9}", "error" if bad else None),
+                    (f"{r['status']:<{statuses}}", "error" if bad else None),
                     f"  {_label(r['label']):<{labels}}  {peers:<34}  {r['agent_command']}",
                 )
             )
