@@ -30,7 +30,7 @@ from acp_proxy.cli.options import db_option, json_option, output_options
 from acp_proxy.errors import UsageError
 from acp_proxy.protocol.frames import Frame
 from acp_proxy.reading import EndNotes, OpenCapture, open_capture, plain_frames, reconstruction
-from acp_proxy.reading.views import STREAMED, VIEWS, write_json_view
+from acp_proxy.reading.views import STREAMED, VIEWS, view_reconstruction, write_json_view
 from acp_proxy.reconstruct import Reconstruction
 from acp_proxy.text.views import diffs_lines, terminals_lines, tools_lines
 
@@ -75,6 +75,19 @@ def _reconstruction(cap: OpenCapture, at: int | None, session: str | None = None
     return reconstruction(cap, at, session=session, progress=progress)
 
 
+def _view_reconstruction(
+    cap: OpenCapture, view: str, at: int | None, session: str | None = None
+) -> Reconstruction:
+    """What the text of ``view`` is made from: from the frames it needs alone where that
+    is exact (the cost of its ``--json``), else from every frame."""
+    if not cap.is_file and view in STREAMED:
+        with _progress(cap.capture, at) as p:
+            r = view_reconstruction(cap, view, at, session=session, progress=p)
+        if r is not None:
+            return r
+    return _reconstruction(cap, at, session)
+
+
 def at_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option(
         "--at",
@@ -100,7 +113,7 @@ def _view(name: str, doc: str, to_lines: Callable[..., Any]) -> click.Command:
             if as_json:
                 _print_json_view(cap, name, at, None)
                 return
-            r = _reconstruction(cap, at)
+            r = _view_reconstruction(cap, name, at)
             with paged(not no_pager):
                 for line in _lines(to_lines, r, cap.end_notes(at)):
                     echo(line)
@@ -140,7 +153,7 @@ def print_view(
         if as_json and view in STREAMED:
             _print_json_view(cap, view, at, session)
             return
-        r = _reconstruction(cap, at, session)
+        r = _view_reconstruction(cap, view, at, session)
         notes = cap.end_notes(at)
         if as_json:
             out = VIEWS[view](r)

@@ -28,6 +28,7 @@ __all__ = [
     "export_text",
     "plain_frames",
     "reconstruction",
+    "view_reconstruction",
     "write_json_view",
 ]
 
@@ -74,6 +75,32 @@ def reconstruction(
     """What the user saw of ``cap``: at its end, or after frame ``at``; of one session and
     its children alone with ``session``."""
     r = reconstruct(plain_frames(cap, at, progress), at=at)
+    if session is not None:
+        r.only_session(session)
+    return r
+
+
+def view_reconstruction(
+    cap: OpenCapture,
+    view: str,
+    at: int | None = None,
+    *,
+    session: str | None = None,
+    progress: ReadProgress | None = None,
+) -> Reconstruction | None:
+    """What the text of ``view`` (one of :data:`STREAMED`) is made from, folded from the
+    frames that view needs alone (a few of a large capture), as its JSON is; None where
+    that choice would not be exact, or for a ``jsonl`` export: fold every frame then
+    (:func:`reconstruction`)."""
+    from acp_proxy.export.listing import fold_view
+    from acp_proxy.reconstruct.stream import NotStreamable
+
+    if cap.is_file or view not in STREAMED:
+        return None
+    try:
+        r = fold_view(cap.source, view, at, progress)
+    except NotStreamable:
+        return None
     if session is not None:
         r.only_session(session)
     return r
