@@ -104,6 +104,11 @@ def test_long_exports_and_views_show_progress_on_a_terminal(
         ["show", "--db", str(big), "--view", "turns"], {"ACP_PROXY_PROGRESS_AFTER": "0"}
     )
     assert b"reading capture 1: " in err
+    err = _stderr_on_pty(  # a --grep that matches nothing prints nothing for a long while
+        ["show", "--db", str(big), "--grep", "no such text"], {"ACP_PROXY_PROGRESS_AFTER": "0"}
+    )
+    assert b"searching capture 1: " in err and b"%)" in err
+    assert err.rstrip().endswith(b"no frame matches")  # the progress line was cleared
     quiet = subprocess.run(
         [*PROXY, "export", "--db", str(big), "--format", "jsonl", "-o", str(tmp_path / "j")],
         capture_output=True,
