@@ -30,7 +30,13 @@ from acp_proxy.cli.options import db_option, json_option, output_options
 from acp_proxy.errors import UsageError
 from acp_proxy.protocol.frames import Frame
 from acp_proxy.reading import EndNotes, OpenCapture, open_capture, plain_frames, reconstruction
-from acp_proxy.reading.views import STREAMED, VIEWS, view_reconstruction, write_json_view
+from acp_proxy.reading.views import (
+    PARTS_OF,
+    STREAMED,
+    VIEWS,
+    view_reconstruction,
+    write_json_view,
+)
 from acp_proxy.reconstruct import Reconstruction
 from acp_proxy.text.views import diffs_lines, terminals_lines, tools_lines
 
@@ -70,9 +76,12 @@ def _print_json_view(cap: OpenCapture, view: str, at: int | None, session: str |
         write_json_view(cap, view, sys.stdout.buffer, at, session=session, progress=p)
 
 
-def _reconstruction(cap: OpenCapture, at: int | None, session: str | None = None) -> Reconstruction:
+def _reconstruction(
+    cap: OpenCapture, at: int | None, session: str | None = None, view: str | None = None
+) -> Reconstruction:
     progress = None if cap.is_file else _progress(cap.capture, at)
-    return reconstruction(cap, at, session=session, progress=progress)
+    parts = PARTS_OF.get(view or "")
+    return reconstruction(cap, at, session=session, progress=progress, parts=parts)
 
 
 def _view_reconstruction(
@@ -85,7 +94,7 @@ def _view_reconstruction(
             r = view_reconstruction(cap, view, at, session=session, progress=p)
         if r is not None:
             return r
-    return _reconstruction(cap, at, session)
+    return _reconstruction(cap, at, session, view)
 
 
 def at_option(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -13,15 +13,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import IO, Any, Protocol, TypeVar
 
+from acp_proxy import collector
 from acp_proxy.errors import UsageError
 from acp_proxy.protocol.frames import Frame
 from acp_proxy.reading.capture import OpenCapture
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct import views as rviews
+from acp_proxy.reconstruct.updates import SESSIONS
+from acp_proxy.store.scan import fold_rows
 
 T = TypeVar("T")
 
 __all__ = [
+    "PARTS_OF",
     "STREAMED",
     "VIEWS",
     "ReadProgress",
@@ -71,12 +75,44 @@ def reconstruction(
     *,
     session: str | None = None,
     progress: ReadProgress | None = None,
+    parts: frozenset[str] | None = None,
 ) -> Reconstruction:
     """What the user saw of ``cap``: at its end, or after frame ``at``; of one session and
-    its children alone with ``session``."""
-    r = reconstruct(plain_frames(cap, at, progress), at=at)
+    its children alone with ``session``; with ``parts``, those parts alone
+    (:data:`PARTS_OF`): what they do not keep is not read whole."""
+    if parts is None or cap.is_file:
+        r = reconstruct(plain_frames(cap, at, progress), at=at)
+    else:
+        r = _fold_parts(cap, parts, at, progress)
     if session is not None:
         r.only_session(session)
+    return r
+
+
+PARTS_OF = {"turns": frozenset({SESSIONS}), "permissions": frozenset({SESSIONS})}
+"""The parts of a reconstruction a view reads (the others read all of it)."""
+
+
+def _fold_parts(
+    cap: OpenCapture, parts: frozenset[str], at: int | None, progress: ReadProgress | None
+) -> Reconstruction:
+    """The fold of ``parts`` from the database: the updates it only counts are counted from
+    the fields the recorder derived, their bytes left unread."""
+    store = cap.source.store
+    assert store is not None
+    r = Reconstruction(parts)
+    feed, count = r.feed, r.feed_counted
+    tick = progress.advance if progress is not None else None
+    with collector.paused():  # the fold makes no cycles
+        for n, (seq, d, t_ns, raw, terminated, opcode, sid, kind) in enumerate(
+            fold_rows(store.conn, cap.id, counted=r.counted, upto_seq=at), 1
+        ):
+            if raw is None:
+                count(seq, t_ns, sid or "", kind)
+            else:
+                feed(Frame(seq, d, t_ns, raw, terminated, opcode))
+            if tick is not None and not n & 4095:
+                tick(4096)
     return r
 
 

@@ -74,6 +74,7 @@ Key = tuple[str, str]
 _TREE_UPDATES = frozenset(
     {"subagent_update", "session_message", "session_message_chunk", "replay_complete"}
 )
+_TERMINAL_KINDS = frozenset({"terminal_update", "terminal_output_chunk"})
 _KNOWN_ELSEWHERE = _TREE_UPDATES | {"user_message_chunk", "user_message"}
 
 
@@ -106,6 +107,31 @@ class Fold:
         self._keep_tools = TOOLS in parts or self._keep_sessions  # turns list their tools
         self._keep_terminals = TERMINALS in parts
         self._keep_files = FILES in parts
+
+    @property
+    def counted(self) -> frozenset[str]:
+        """The ``session/update`` kinds this fold keeps nothing of but where they fall: a
+        reader may hand them to :meth:`count_update` unparsed (a terminal's output, unless
+        terminals are kept, is most of a large capture)."""
+        return _TERMINAL_KINDS if not self._keep_terminals else frozenset()
+
+    def count_update(self, sid: str, kind: str, seq: int, t_ns: int) -> None:
+        """A ``session/update`` of one of the :attr:`counted` kinds (``sid`` its
+        ``sessionId``, ``""`` when that is not text): what :meth:`_update` does with it."""
+        replay = self._replaying.get(sid)
+        turn = self._open.get(sid) if replay is None else None
+        if replay is not None:
+            replay.updates += 1
+        if turn is not None:
+            turn.updates += 1
+            if turn.first_output_seq is None and kind in OUTPUT_UPDATES:
+                turn.first_output_seq, turn.first_output_t_ns = seq, t_ns
+        if self._keep_sessions:
+            s = self.sessions.get(sid)
+            if s is None:
+                s = self.sessions[sid] = SessionState(sid, seq, t_ns)
+            if replay is not None:
+                s.history += 1
 
     @property
     def v2(self) -> bool:
