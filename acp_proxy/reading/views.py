@@ -13,14 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import IO, Any, Protocol, TypeVar
 
+import orjson
+
 from acp_proxy import collector
 from acp_proxy.errors import UsageError
-from acp_proxy.protocol.frames import Frame
+from acp_proxy.protocol.frames import Direction, Frame, Opcode
 from acp_proxy.reading.capture import OpenCapture
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct import views as rviews
-from acp_proxy.reconstruct.updates import SESSIONS
-from acp_proxy.store.scan import fold_rows
+from acp_proxy.reconstruct.updates import CHUNKS, SESSIONS
+from acp_proxy.store.scan import CHUNK, COUNTED, fold_rows
 
 T = TypeVar("T")
 
@@ -101,16 +103,21 @@ def _fold_parts(
     store = cap.source.store
     assert store is not None
     r = Reconstruction(parts)
-    feed, count = r.feed, r.feed_counted
+    feed, count, chunk, loads = r.feed, r.feed_counted, r.feed_chunk, orjson.loads
     tick = progress.advance if progress is not None else None
+    rows = fold_rows(store.conn, cap.id, counted=r.counted, chunks=CHUNKS, upto_seq=at)
+    directions = {d.value: d for d in Direction}
+    opcodes: dict[str | None, Opcode | None] = {None: None, **{o.value: o for o in Opcode}}
     with collector.paused():  # the fold makes no cycles
-        for n, (seq, d, t_ns, raw, terminated, opcode, sid, kind) in enumerate(
-            fold_rows(store.conn, cap.id, counted=r.counted, upto_seq=at), 1
-        ):
-            if raw is None:
+        for n, (how, seq, d, t_ns, raw, terminated, opcode, sid, kind) in enumerate(rows, 1):
+            if how == COUNTED:
                 count(seq, t_ns, sid or "", kind)
+            elif how == CHUNK:
+                assert raw is not None
+                chunk(seq, t_ns, sid or "", kind, loads(raw)["params"]["update"])
             else:
-                feed(Frame(seq, d, t_ns, raw, terminated, opcode))
+                assert raw is not None
+                feed(Frame(seq, directions[d], t_ns, raw, bool(terminated), opcodes.get(opcode)))
             if tick is not None and not n & 4095:
                 tick(4096)
     return r

@@ -37,6 +37,7 @@ from acp_proxy.reconstruct.tools import (
 from acp_proxy.reconstruct.wire import RpcMessage
 
 __all__ = [
+    "CHUNKS",
     "EVERYTHING",
     "FILES",
     "OUTPUT_UPDATES",
@@ -75,6 +76,8 @@ _TREE_UPDATES = frozenset(
     {"subagent_update", "session_message", "session_message_chunk", "replay_complete"}
 )
 _TERMINAL_KINDS = frozenset({"terminal_update", "terminal_output_chunk"})
+CHUNKS = frozenset({"agent_message_chunk", "agent_thought_chunk"})
+"""The updates :meth:`Fold.chunk_update` folds from their ``params.update`` alone."""
 _KNOWN_ELSEWHERE = _TREE_UPDATES | {"user_message_chunk", "user_message"}
 
 
@@ -132,6 +135,19 @@ class Fold:
                 s = self.sessions[sid] = SessionState(sid, seq, t_ns)
             if replay is not None:
                 s.history += 1
+
+    def chunk_update(
+        self, sid: str, kind: str, update: dict[str, Any], seq: int, t_ns: int
+    ) -> None:
+        """A ``session/update`` of one of the :data:`CHUNKS` kinds (``update`` its
+        ``params.update``, ``sid`` its ``sessionId`` or ``""``): what :meth:`_update` does
+        with it, without making it a message first (most of a long turn is these)."""
+        self.count_update(sid, kind, seq, t_ns)
+        if self._keep_sessions and sid not in self._replaying:
+            turn = self._open.get(sid)
+            if turn is not None:
+                role = "agent" if kind == "agent_message_chunk" else "thought"
+                turn.chunk(role, update.get("messageId"), update.get("content"))
 
     @property
     def v2(self) -> bool:

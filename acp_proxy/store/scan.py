@@ -15,9 +15,7 @@ import sqlite3
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
-from acp_proxy.protocol.frames import Direction, Opcode
-
-__all__ = ["BATCH", "fold_rows", "matching_seqs"]
+__all__ = ["BATCH", "CHUNK", "COUNTED", "WHOLE", "fold_rows", "matching_seqs"]
 
 BATCH = 8192
 """Frames read from the cursor at once."""
@@ -61,29 +59,38 @@ def fold_rows(
     capture_id: int,
     *,
     counted: Collection[str],
+    chunks: Collection[str] = (),
     upto_seq: int | None = None,
-) -> Iterator[tuple[int, Direction, int, bytes | None, bool, Opcode | None, str | None, str]]:
+) -> Iterator[tuple[int, int, str, int, bytes | None, int, str | None, str | None, str]]:
     """The frames of a capture for a fold that only counts the ``session/update`` kinds
-    ``counted``: ``(seq, direction, t_ns, raw, terminated, opcode, session_id,
-    update_kind)`` in ``seq`` order, ``raw`` None (not read) for a notification of one of
-    those kinds the recorder read whole and found nothing odd in."""
-    light = (
-        f"kind = 'notification' AND method = 'session/update' AND anomalies IS NULL"
-        f" AND update_kind IN ({', '.join('?' for _ in counted)})"
+    ``counted`` and reads the ``chunks`` kinds from their update alone: ``(how, seq,
+    direction, t_ns, raw, terminated, opcode, session_id, update_kind)`` in ``seq`` order,
+    as stored (``direction`` and ``opcode`` their text), from a cursor.
+    ``how`` is :data:`COUNTED` (``raw`` None: not read) or :data:`CHUNK` for a notification
+    of those kinds the recorder read whole and found nothing odd in, else :data:`WHOLE`."""
+    plain = "kind = 'notification' AND method = 'session/update' AND anomalies IS NULL"
+    how = (
+        f"CASE WHEN {plain} AND update_kind IN ({_marks(counted)}) THEN {COUNTED}"
+        f" WHEN {plain} AND update_kind IN ({_marks(chunks)}) THEN {CHUNK} ELSE {WHOLE} END"
     )
-    sql = (
-        f"SELECT seq, direction, t_ns, CASE WHEN {light} THEN NULL ELSE raw END, terminated,"
-        f" opcode, session_id, update_kind FROM messages WHERE capture_id = ?"
+    inner = (
+        f"SELECT {how} AS how, seq, direction, t_ns, raw, terminated, opcode, session_id,"
+        " update_kind FROM messages WHERE capture_id = ?"
     )
-    args: list[Any] = [*counted, capture_id]
+    args: list[Any] = [*counted, *chunks, capture_id]
     if upto_seq is not None:
-        sql += " AND seq <= ?"
+        inner += " AND seq <= ?"
         args.append(upto_seq)
-    directions = {d.value: d for d in Direction}
-    opcodes: dict[str | None, Opcode | None] = {o.value: o for o in Opcode}
-    opcodes[None] = None
-    for seq, direction, t_ns, raw, terminated, opcode, sid, kind in conn.execute(
-        sql + " ORDER BY seq", args
-    ):
-        yield (seq, directions[direction], t_ns, raw, bool(terminated), opcodes.get(opcode),
-               sid, kind)  # fmt: skip
+    sql = (
+        f"SELECT how, seq, direction, t_ns, CASE WHEN how = {COUNTED} THEN NULL ELSE raw END,"
+        f" terminated, opcode, session_id, update_kind FROM ({inner} ORDER BY seq)"
+    )
+    return conn.execute(sql, args)
+
+
+WHOLE, COUNTED, CHUNK = 0, 1, 2
+"""How :func:`fold_rows` hands a frame over."""
+
+
+def _marks(values: Collection[object]) -> str:
+    return ", ".join("?" for _ in values) or "NULL"
