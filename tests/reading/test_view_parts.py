@@ -1,5 +1,6 @@
-"""``show --view turns`` and ``permissions`` fold only the parts they show, and count a
-terminal's updates from the fields the recorder derived without reading their bytes
+"""``show --view turns`` and ``permissions`` fold only the parts they show, count a
+terminal's updates from the fields the recorder derived without reading their bytes, and
+fold message chunks from their update alone
 (acp_proxy/reading/views.py ``PARTS_OF``): their JSON and text are those of the fold of every
 frame — for the bundled captures, at points along them and per session, and hostile ones."""
 
@@ -53,11 +54,27 @@ def _update(sid: object, **u: object) -> dict[str, object]:
     return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": u}}
 
 
+_SIDS = st.sampled_from(["s", "", 5, None, "other"])
 _TERMINAL_UPDATES = st.builds(
     lambda sid, kind: _update(sid, sessionUpdate=kind, terminalId="t", data="aGk="),
-    st.sampled_from(["s", "", 5, None, "other"]),
+    _SIDS,
     st.sampled_from(["terminal_output_chunk", "terminal_update"]),
 )
+_CHUNKS = st.builds(
+    lambda sid, kind, mid, text: _update(
+        sid, sessionUpdate=kind, messageId=mid, content={"type": "text", "text": text}
+    ),
+    _SIDS,
+    st.sampled_from(["agent_message_chunk", "agent_thought_chunk"]),
+    st.sampled_from(["m1", "m2", None]),
+    st.text(max_size=5),
+)
+_PROMPTS = st.builds(
+    lambda sid, n: {"jsonrpc": "2.0", "id": 900 + n, "method": "session/prompt",
+                    "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}},
+    _SIDS,
+    st.integers(0, 3),
+)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +88,10 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     st.lists(
         st.one_of(
             frame_bytes(),
-            _TERMINAL_UPDATES.map(lambda m: (None, json.dumps(m).encode(), None)),
+            st.one_of(_TERMINAL_UPDATES, _CHUNKS).map(
+                lambda m: (None, json.dumps(m).encode(), None)
+            ),
+            _PROMPTS.map(lambda m: ("c2a", json.dumps(m).encode(), None)),
         ),
         max_size=30,
     ),
@@ -83,8 +103,9 @@ def test_hostile_captures_read_as_every_frame_folds(
     from acp_proxy.protocol.frames import Direction
 
     init = [(d, json.dumps(m).encode(), None) for d, m in initialize(version)]
-    agent = Direction.AGENT_TO_CLIENT  # a terminal's updates come from the agent
-    items = [(agent if d is None else d, raw, op) for d, raw, op in items]
+    agent, client = Direction.AGENT_TO_CLIENT, Direction.CLIENT_TO_AGENT
+    ours = {None: agent, "c2a": client}  # updates come from the agent, prompts from the client
+    items = [(ours.get(d, d), raw, op) for d, raw, op in items]  # type: ignore[call-overload]
     frames = frames_of([*init, *items])  # type: ignore[list-item]
     db = work / f"hostile-{len(list(work.iterdir()))}.sqlite"
     cid = import_frames(db, frames, work)
