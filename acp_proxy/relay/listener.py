@@ -22,6 +22,7 @@ from websockets.protocol import State
 
 from acp_proxy import events
 from acp_proxy.errors import AgentSpawnError
+from acp_proxy.record import chain
 from acp_proxy.record.link import CaptureMeta, RecorderLink
 from acp_proxy.relay import warn
 from acp_proxy.relay.config import ServeConfig
@@ -221,7 +222,8 @@ class _Session:
         cfg = self.front.config
         assert cfg.command is not None
         try:
-            self.agent = AgentProcess.spawn(cfg.command, self.tap, grace=cfg.grace)
+            env = chain.join(self.tap, os.environ)  # as `record` does: a hop says so
+            self.agent = AgentProcess.spawn(cfg.command, self.tap, grace=cfg.grace, env=env)
         except AgentSpawnError as e:
             return self._fail(502, events.SpawnFailed, str(e))
         return None
