@@ -81,7 +81,9 @@ async def test_slow_bodies_hold_no_slot_past_the_body_timeout(kind: str, tmp_pat
         assert all(b"--body-timeout" in s or b"1 s" in s for s in said)
         head = await answered(listener, post(listener, INITIALIZE))
         assert head.startswith(b"HTTP/1.1 200 "), head
+        code = await listener.stop()  # replay ends by the signal's default action
     if kind == "http":  # a line for the first, the others counted (a line per status per 10 s)
+        assert code == 0
         out = listener.output()
         assert out.count(b"; answered HTTP 408") == 1 and b"7 more answered HTTP 408" in out
 
