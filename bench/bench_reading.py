@@ -31,6 +31,7 @@ import argparse
 import contextlib
 import os
 import platform
+import resource
 import shutil
 import sqlite3
 import statistics
@@ -76,32 +77,40 @@ def cached_capture(frames: int) -> Path:
     return db
 
 
-def bare_parse(db: Path) -> float:
-    """Seconds to read every stored frame in ``seq`` order and parse it: the limit."""
+def bare_parse(db: Path) -> tuple[float, float]:
+    """Seconds (wall, CPU) to read every stored frame in ``seq`` order and parse it: the
+    limit."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         loads = orjson.loads
         for (raw,) in conn.execute("SELECT raw FROM messages ORDER BY capture_id, seq"):
             with contextlib.suppress(orjson.JSONDecodeError):
                 loads(raw)
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, time.process_time() - c0
     finally:
         conn.close()
 
 
-def timed(db: Path, args: list[str], code: Path = ROOT) -> float:
-    """Seconds ``acp-proxy ARGS --db DB`` takes to exit, its output read through a pipe."""
-    t0 = time.perf_counter()
+def _cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def timed(db: Path, args: list[str], code: Path = ROOT) -> tuple[float, float]:
+    """Seconds ``acp-proxy ARGS --db DB`` takes to exit, its output read through a pipe,
+    and the CPU seconds it used (steadier than the wall clock on a shared machine)."""
+    t0, c0 = time.perf_counter(), _cpu()
     proc = subprocess.run([*PROXY, *args, "--db", str(db)], cwd=code, capture_output=True)
-    took = time.perf_counter() - t0
+    took, cpu = time.perf_counter() - t0, _cpu() - c0
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(args)}: {proc.stderr.decode(errors='replace')[-500:]}")
-    return took
+    return took, cpu
 
 
-def median(db: Path, args: list[str], runs: int, code: Path = ROOT) -> float:
-    return statistics.median(timed(db, args, code) for _ in range(runs))
+def median(db: Path, args: list[str], runs: int, code: Path = ROOT) -> tuple[float, float]:
+    done = [timed(db, args, code) for _ in range(runs)]
+    return statistics.median(w for w, _ in done), statistics.median(c for _, c in done)
 
 
 def first_search(db: Path, code: Path = ROOT) -> float:
@@ -114,7 +123,7 @@ def first_search(db: Path, code: Path = ROOT) -> float:
         src.close()
         dst.close()
         os.chmod(copy, 0o600)
-        return timed(copy, ["search", "needle-nowhere"], code)
+        return timed(copy, ["search", "needle-nowhere"], code)[0]
 
 
 def catch_up(frames: int) -> float:
@@ -164,23 +173,29 @@ def main() -> None:
     if a.against:
         codes.append((a.against, checkout(a.against, Path(tempfile.mkdtemp()))))
     try:
-        bare = statistics.median(bare_parse(db) for _ in range(a.runs))
-        print(f"bare parse of the rows: {bare:.2f} s\n")
-        print(f"  {'command':<34}" + "".join(f"{rev[:12]:>14}" for rev, _ in codes))
+        parses = [bare_parse(db) for _ in range(a.runs)]
+        bare = statistics.median(w for w, _ in parses)
+        bare_cpu = statistics.median(c for _, c in parses)
+        print(f"bare parse of the rows: {bare:.2f} s ({bare_cpu:.2f} cpu)\n")
+        print(f"  {'command':<34}" + "".join(f"{rev[:12]:>23}" for rev, _ in codes))
 
-        def row(label: str, args: list[str], limit: str = "") -> list[float]:
+        def row(label: str, args: list[str]) -> list[tuple[float, float]]:
             got = [median(db, args, a.runs, code) for _, code in codes]
-            print(f"  {label:<34}" + "".join(f"{t:>12.2f} s" for t in got) + f"  {limit}")
+            print(f"  {label:<34}" + "".join(f"{w:>8.2f} s ({c:5.2f} cpu)" for w, c in got))
             return got
 
         for name, args in VIEWS:
             text = row(f"{name} (text)", args)
             js = row(f"{name} --json", [*args, "--json"])
-            ratios = "  ".join(f"{t / j:.2f}x" for t, j in zip(text, js, strict=True))
-            bare_x = "  ".join(f"{t / bare:.2f}x" for t in text)
+            ratios = "  ".join(
+                f"{t[0] / j[0]:.2f}x ({t[1] / j[1]:.2f}x cpu)"
+                for t, j in zip(text, js, strict=True)
+            )
+            bare_x = "  ".join(f"{w / bare:.2f}x ({c / bare_cpu:.2f}x cpu)" for w, c in text)
             print(f"  {'':<34}text/json {ratios}; text/bare parse {bare_x}")
         grep = row("show --grep (no match)", ["show", "--grep", "needle-nowhere"])
-        print(f"  {'':<34}/bare parse " + "  ".join(f"{t / bare:.2f}x" for t in grep))
+        grep_x = "  ".join(f"{w / bare:.2f}x ({c / bare_cpu:.2f}x cpu)" for w, c in grep)
+        print(f"  {'':<34}/bare parse {grep_x}")
         if not a.no_search:
             for rev, code in codes:
                 print(f"  first search ({rev[:12]}): {first_search(db, code):.2f} s")

@@ -90,7 +90,7 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("hostile-text")
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.integers(1, 2), st.lists(frame_bytes(), max_size=30), st.integers(0, 35))
 def test_hostile_captures_read_as_every_frame_folds(
     work: Path, version: int, items: list[tuple[object, bytes, object]], at: int
