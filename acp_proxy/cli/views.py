@@ -23,7 +23,7 @@ from acp_proxy.cli.common import (
     colour_on,
     db_path,
     dump_json,
-    echo,
+    echo_lines,
     paged,
 )
 from acp_proxy.cli.options import db_option, json_option, output_options
@@ -124,8 +124,7 @@ def _view(name: str, doc: str, to_lines: Callable[..., Any]) -> click.Command:
                 return
             r = _view_reconstruction(cap, name, at)
             with paged(not no_pager):
-                for line in _lines(to_lines, r, cap.end_notes(at)):
-                    echo(line)
+                echo_lines(_lines(to_lines, r, cap.end_notes(at)))
 
     return command
 
@@ -171,8 +170,7 @@ def print_view(
                     t["cutShort"] = notes.reason if t["endedSeq"] is None else None
             dump_json(out)
             return
-        for line in _lines(text[view], r, notes):
-            echo(line)
+        echo_lines(_lines(text[view], r, notes))
 
 
 def _lines(to_lines: Callable[..., Any], r: Reconstruction, notes: EndNotes) -> Iterator[Any]:
