@@ -38,7 +38,7 @@ class _Count:
         pass
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(
     st.lists(frame_bytes(), min_size=1, max_size=25),
     st.sampled_from(["session", "Prompt", "tool_call", "\\d{3}", "é|\ufffd", "^\\s", "zz"]),
