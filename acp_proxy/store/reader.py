@@ -219,6 +219,22 @@ class Store:
         for row in self.conn.execute(sql, args):
             yield _stored(row)
 
+    def frames_at(
+        self, capture_id: int, seqs: Sequence[int], *, ended: bool = False
+    ) -> list[StoredFrame]:
+        """The frames of ``capture_id`` numbered ``seqs`` (ascending), flagged as
+        :meth:`frames` flags them: the hits of a scan (:mod:`acp_proxy.store.scan`)."""
+        columns = _FRAME_COLUMNS + (f", {_UNANSWERED}" if ended else "")
+        found: list[StoredFrame] = []
+        for i in range(0, len(seqs), 500):
+            part = list(seqs[i : i + 500])
+            sql = (
+                f"SELECT {columns} FROM messages WHERE capture_id = ? AND seq IN ({_marks(part)})"
+                " ORDER BY seq"
+            )
+            found += (_stored(row) for row in self.conn.execute(sql, [capture_id, *part]))
+        return found
+
     def plain_frames(self, capture_id: int, *, upto_seq: int | None = None) -> Iterator[Frame]:
         """The frames alone, in ``seq`` order: what a fold needs, without the derived fields
         (reading six columns instead of twenty is most of the cost of a large capture)."""
