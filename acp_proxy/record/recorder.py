@@ -32,6 +32,7 @@ from acp_proxy.record.core.rows import FrameRow, Row
 from acp_proxy.record.core.state import Resume
 from acp_proxy.record.core.wire import Record
 from acp_proxy.record.follow import JournalReader
+from acp_proxy.record.follower import Follower
 from acp_proxy.record.imports import import_ledger, import_spills
 from acp_proxy.record.ledger import ledger_files
 from acp_proxy.record.spill import segment_path
@@ -104,6 +105,7 @@ class Recorder:
         reader = self._reader = JournalReader(self.db_path, self.journal, self._bell, start)
         self._position = start
         self._checkpointer = _checkpointer(self.db)
+        follower = Follower(self.db_path)
         done = False
         try:
             while True:
@@ -139,9 +141,11 @@ class Recorder:
             reader.remove_before(self._position + (1 << 40))
             self.db.forget_journal(self.journal)
             self._own_ledger()
+            follower.finish()  # a capture just recorded is searchable at once
             done = True
             return 0
         finally:
+            follower.close()
             if self._checkpointer is not None:
                 self._checkpointer.close()
             reader.close()
