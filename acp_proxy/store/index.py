@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,6 @@ import orjson
 from acp_proxy.errors import StoreError
 from acp_proxy.events import describe
 from acp_proxy.sgr import strip
-from acp_proxy.store.db import BUSY_TIMEOUT_MS
 from acp_proxy.store.private import refusal
 
 __all__ = [
@@ -86,7 +86,14 @@ def _walk(v: Any, out: list[str]) -> None:
 
 def index_text(raw: bytes) -> str:
     """The words of a frame: for JSON, its keys and values (so a ``\\n`` escape does not glue
-    two words together); else the bytes as text. Invalid UTF-8 becomes U+FFFD."""
+    two words together); else the bytes as text. Invalid UTF-8 becomes U+FFFD.
+
+    A frame without a backslash has no escape to undo: its bytes as text are already its
+    words, since the index splits words at JSON's quotes, colons, commas and brackets. That
+    is most frames, and it is ten times cheaper than parsing them (the words differ only in
+    that ``true``, ``false`` and ``null`` are words too, and a number is indexed as written)."""
+    if b"\\" not in raw:
+        return raw[: TEXT_MAX * 4].decode("utf-8", errors="replace")[:TEXT_MAX]
     if len(raw) <= _PARSED_MAX:
         try:
             value = orjson.loads(raw)
@@ -194,38 +201,37 @@ def attach(conn: sqlite3.Connection, *, create: bool = False) -> bool:
     if not path.exists():
         if not create:
             return False
-        try:
-            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-        except OSError as e:
-            raise StoreError(f"cannot create the search index {path}: {e.strerror}") from e
+        _create(path)
     problem = refusal(path)
     if problem is not None:
         raise StoreError(f"refusing the search index: {problem}")
-    if create:
-        _make_tables(path)
     conn.execute(f"ATTACH DATABASE ? AS {SCHEMA}", [str(path)])
     conn.execute(f"PRAGMA {SCHEMA}.synchronous = NORMAL")  # as the database's (WAL)
     return True
 
 
-def _make_tables(path: Path) -> None:
-    """The index file's tables, made on a connection of the file alone (a write lock of
-    that file, waited for, however many processes make them at once), in WAL mode."""
-    own = sqlite3.connect(path, isolation_level=None)
+def _create(path: Path) -> None:
+    """A new index file at ``path`` (0600, WAL), its tables made beside it first and the
+    whole file linked into place: a reader never finds it without its tables, and of
+    several processes making it at once one wins and the others use its file."""
+    part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.new")
     try:
-        own.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        if own.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            own.execute("PRAGMA journal_mode = WAL")
-        own.execute("BEGIN IMMEDIATE")
+        os.close(os.open(part, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        own = sqlite3.connect(part, isolation_level=None)
         try:
+            own.execute("PRAGMA journal_mode = WAL")
             for sql in index_tables():
                 own.execute(sql.replace(f"{SCHEMA}.", "main.", 1))
-            own.execute("COMMIT")
-        except BaseException:
-            own.execute("ROLLBACK")
-            raise
+        finally:
+            own.close()  # the last connection: its log is folded in and removed
+        with contextlib.suppress(FileExistsError):
+            os.link(part, path)
+    except OSError as e:
+        raise StoreError(f"cannot create the search index {path}: {e.strerror}") from e
     finally:
-        own.close()
+        for leftover in (part, Path(f"{part}-wal"), Path(f"{part}-shm")):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
 
 
 def indexed_upto(conn: sqlite3.Connection, source: str = "frames") -> int:

@@ -165,7 +165,7 @@ def search(
     starts."""
     match = fts_query(query)
     if not attach(conn):
-        raise UsageError("this database has no search index yet (acp-proxy search makes it)")
+        return Results()  # nothing indexed yet (pending says how much is to come)
     at = after or Cursor()
     limit = max(1, min(limit, _LIMIT_MAX))
     try:
@@ -179,9 +179,7 @@ def search(
             notes = []  # a database not yet migrated to 6: frames only, until it is
     except sqlite3.OperationalError as e:
         if "no such table" in str(e):
-            raise UsageError(
-                "this database has no search index yet (acp-proxy search makes it)"
-            ) from e
+            return Results()  # nothing indexed yet
         raise UsageError(f"cannot search for {query!r}: {e}") from e
     hits = Results(_hit(conn, row, query) for row in _merge(frames, notes, limit))
     if len(frames) + len(notes) > len(hits):
