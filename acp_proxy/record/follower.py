@@ -1,20 +1,31 @@
-"""The search index kept up as frames are stored: a thread beside the recorder.
+"""The search index kept up as frames are stored, beside the recorder.
 
-What belongs here: :class:`Follower`, a thread with a connection of its own that indexes
-the frames, stderr and events the recorder has committed since the last indexed row into
-the index file beside the database (:mod:`acp_proxy.store.index`). It writes only that
-file, so the recorder's commits never wait for it; it yields to the recorder — small
-batches, and a pause while it is behind by little — since both share the interpreter.
-When the relay is gone the recorder asks it to finish (:meth:`Follower.finish`): it then
-indexes what is left without pausing, for a bounded time, so a capture just recorded is
-searchable at once. What it leaves is topped up by the next search.
+What belongs here: :class:`Follower`, which indexes the frames, stderr and events the
+recorder has committed into the index file beside the database (:mod:`acp_proxy.store.index`).
+It writes only that file, so the recorder's commits never wait for it.
+
+Once the recorder has committed :data:`START_AFTER` rows, the follower runs in a process of
+its own (``python -m acp_proxy.record.follower DB``): indexing costs about as much CPU as
+recording, and a thread of the recorder's process would take that from the recorder itself
+(they share the interpreter: a flood of a million frames was recorded 40 % slower with a
+thread, docs/performance.md). The process indexes what is committed in transactions of
+:data:`BATCH` rows, waits a little when it is behind by little, and when its standard input
+closes — the recorder is done, or gone — it indexes what is left and exits.
+
+When the relay is gone the recorder calls :meth:`Follower.finish`: it waits for the process
+(at most :data:`FINISH_S`), or, for a capture too small to have started one, indexes the
+rows itself within the same bound. A capture just recorded is searchable at once; what is
+left is topped up by the next search.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import select
 import sqlite3
-import threading
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -22,71 +33,110 @@ from acp_proxy.errors import ProxyError
 from acp_proxy.store.db import connect
 from acp_proxy.store.index import catch_up
 
-__all__ = ["BATCH", "FINISH_S", "Follower"]
+__all__ = ["BATCH", "FINISH_S", "START_AFTER", "Follower", "follow"]
 
-BATCH = 500
-"""Rows indexed in one transaction of the index file."""
-_ROUND = 4 * BATCH
-"""Rows indexed between two pauses while the recorder is busy."""
-_BEHIND_BY_LITTLE = 2 * BATCH
-"""Fewer rows than this left: wait for more rather than index them one batch at a time."""
+BATCH = 5000
+"""Rows indexed in one transaction of the index file (its lock alone: the recorder never
+waits for it). 5000 rows a transaction cost about two thirds of the CPU a row that 500 do."""
+START_AFTER = 20_000
+"""Rows committed before a process of its own is worth starting (a smaller capture is
+indexed at its end, in well under a second)."""
+_BEHIND_BY_LITTLE = 1000
+"""Fewer rows than this indexed in a round: wait for more."""
 _IDLE_S = 0.25
-_YIELD_S = 0.002
 FINISH_S = 2.0
 """How long the recorder waits, at its end, for the index to reach its last rows."""
 
 
 class Follower:
-    """Indexes what the recorder commits into ``<db>.search`` (:meth:`finish` at the end)."""
+    """Keeps ``<db>.search`` up with what the recorder commits (:meth:`committed` after each
+    commit, :meth:`finish` at the end, :meth:`close` always)."""
 
     def __init__(self, db_path: Path) -> None:
         self._db_path = db_path
-        self._stop = threading.Event()
-        self._finishing = threading.Event()
-        self._wake = threading.Event()
-        self.indexed = 0  # rows indexed
+        self._rows = 0
+        self._proc: subprocess.Popen[bytes] | None = None
         self.error: str | None = None
-        self._thread = threading.Thread(target=self._run, name="acp-proxy-follower", daemon=True)
-        self._thread.start()
+
+    def committed(self, rows: int) -> None:
+        """After a commit of ``rows`` rows: start the process once there are enough."""
+        self._rows += rows
+        if self._proc is None and self._rows >= START_AFTER and self.error is None:
+            try:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", "acp_proxy.record.follower", str(self._db_path)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    close_fds=True,
+                )
+            except OSError as e:  # indexed at the end instead, or by the next search
+                self.error = str(e)
 
     def finish(self, timeout: float = FINISH_S) -> None:
-        """Index what is left, for at most ``timeout`` seconds, then stop."""
-        self._finishing.set()
-        self._wake.set()
-        self._thread.join(timeout)
-        self.close()
+        """Bring the index up to the last committed row, for at most ``timeout`` seconds."""
+        if self._proc is None:
+            _index(self._db_path, time.monotonic() + timeout)
+            return
+        proc, self._proc = self._proc, None
+        _end(proc, timeout)
 
     def close(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        self._thread.join()
+        """Stop the process without waiting for it to catch up (the recorder failed)."""
+        if self._proc is not None:
+            proc, self._proc = self._proc, None
+            _end(proc, 0)
 
-    def _run(self) -> None:
-        try:
-            conn = connect(self._db_path, create=False)
-        except (ProxyError, sqlite3.Error) as e:
-            self.error = str(e)
-            return
-        try:
-            self._follow(conn)
-        except (ProxyError, sqlite3.Error) as e:  # the next search indexes what is left
-            self.error = str(e)
-        finally:
-            with contextlib.suppress(sqlite3.Error):
-                conn.close()
 
-    def _follow(self, conn: sqlite3.Connection) -> None:
-        while not self._stop.is_set():
-            if self._finishing.is_set():
-                n = catch_up(conn, batch=BATCH, limit=_ROUND)
-                self.indexed += n
+def _end(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    with contextlib.suppress(OSError):
+        assert proc.stdin is not None
+        proc.stdin.close()  # "the recorder is done": index what is left, then exit
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.terminate()  # its open transaction is rolled back; the next search goes on
+        proc.wait()
+
+
+def _index(db_path: Path, deadline: float) -> None:
+    """Index what is committed until done or ``deadline``; errors leave it to a search."""
+    try:
+        conn = connect(db_path, create=False)
+    except (ProxyError, sqlite3.Error):
+        return
+    try:
+        while time.monotonic() < deadline and catch_up(conn, batch=BATCH, limit=BATCH):
+            pass
+    except (ProxyError, sqlite3.Error):
+        pass
+    finally:
+        conn.close()
+
+
+def follow(db_path: Path) -> int:
+    """The follower process: index what the recorder commits until standard input closes,
+    then what is left."""
+    try:
+        conn = connect(db_path, create=False)
+    except (ProxyError, sqlite3.Error):
+        return 1
+    try:
+        done = False
+        while True:
+            n = catch_up(conn, batch=BATCH, limit=BATCH)
+            if done:
                 if n == 0:
-                    return
+                    return 0
                 continue
-            n = catch_up(conn, batch=BATCH, limit=_ROUND)
-            self.indexed += n
-            if n >= _BEHIND_BY_LITTLE:
-                time.sleep(_YIELD_S)  # the recorder first: it has a relay to keep up with
-            else:
-                self._wake.wait(_IDLE_S)
-                self._wake.clear()
+            wait = _IDLE_S if n < _BEHIND_BY_LITTLE else 0
+            ready, _, _ = select.select([0], [], [], wait)
+            done = bool(ready) and not os.read(0, 1 << 12)
+    except (ProxyError, sqlite3.Error):  # the next search indexes what is left
+        return 1
+    finally:
+        conn.close()
+
+
+if __name__ == "__main__":
+    sys.exit(follow(Path(sys.argv[1])))

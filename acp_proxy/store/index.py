@@ -55,9 +55,9 @@ SCHEMA = "search"
 """The name the index file is attached under."""
 _TABLES = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS search.frames_fts USING fts5("
-    "text, content = '', tokenize = 'unicode61 remove_diacritics 2')",
+    "text, content = '', columnsize = 0, tokenize = 'unicode61 remove_diacritics 2')",
     "CREATE VIRTUAL TABLE IF NOT EXISTS search.notes_fts USING fts5("
-    "text, content = '', tokenize = 'unicode61 remove_diacritics 2')",
+    "text, content = '', columnsize = 0, tokenize = 'unicode61 remove_diacritics 2')",
     "CREATE TABLE IF NOT EXISTS search.search_index (name TEXT PRIMARY KEY, upto INTEGER NOT NULL)",
     "INSERT OR IGNORE INTO search.search_index VALUES ('frames', 0), ('stderr', 0), ('events', 0)",
 )
@@ -260,7 +260,7 @@ def pending(conn: sqlite3.Connection) -> int:
 def catch_up(
     conn: sqlite3.Connection,
     *,
-    batch: int = 500,
+    batch: int = 5000,
     limit: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> int:

@@ -10,8 +10,10 @@ import stat
 import subprocess
 from pathlib import Path
 
+import pytest
 from support.proc import PROXY, db_rows, peer, run_proxy
 
+from acp_proxy.record.follower import START_AFTER
 from acp_proxy.store.db import connect
 from acp_proxy.store.index import search_path
 from acp_proxy.store.search import search
@@ -46,21 +48,24 @@ def _proxy(db: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run([*PROXY, *args, "--db", str(db)], capture_output=True, timeout=60)
 
 
-def test_a_recording_is_searchable_without_indexing_on_demand(db: Path, tmp_path: Path) -> None:
-    _record(db, tmp_path, [*(_chunk(i) for i in range(3000)), _chunk(3000, "xylophone")])
+@pytest.mark.parametrize("frames", [3000, START_AFTER + 5000])  # indexed at the end; beside
+def test_a_recording_is_searchable_without_indexing_on_demand(
+    db: Path, tmp_path: Path, frames: int
+) -> None:
+    _record(db, tmp_path, [*(_chunk(i) for i in range(frames)), _chunk(frames, "xylophone")])
     # the recorder indexed everything before it exited: frames, stderr and events
-    ((frames, events),) = db_rows(
+    ((last, events),) = db_rows(
         db, "SELECT (SELECT MAX(id) FROM messages), (SELECT MAX(id) FROM events)"
     )
-    assert frames is not None and int(str(frames)) >= 3001
+    assert last is not None and int(str(last)) > frames
     marker = _marker(db)
-    assert marker["frames"] == frames and marker["events"] == events
+    assert marker["frames"] == last and marker["events"] == events
     assert stat.S_IMODE(search_path(db).stat().st_mode) == 0o600
     # a read-only connection that indexes nothing finds the last frame's word
     conn = connect(db, readonly=True)
     hits = search(conn, "xylophone")
     conn.close()
-    assert [(h.capture_id, h.seq) for h in hits] == [(1, 3000)]
+    assert [(h.capture_id, h.seq) for h in hits] == [(1, frames)]
 
 
 def test_rm_leaves_no_stale_hit(db: Path, tmp_path: Path) -> None:
