@@ -25,11 +25,12 @@ from acp_proxy.export.html import CSP as EXPORT_CSP
 from acp_proxy.store.index import indexed_upto, pending
 from acp_proxy.store.numbers import INT64_MAX, parse_int
 from acp_proxy.store.reader import Store
-from acp_proxy.text.timeline import FrameFilter
+from acp_proxy.text.timeline import Expression, FrameFilter
 from acp_proxy.ui import api
 from acp_proxy.ui.admission import NotAdmitted, admit
 from acp_proxy.ui.bounded import BoundedHandler
 from acp_proxy.ui.state import UiServer
+from acp_proxy.ui.stats import stats_json
 
 __all__ = ["CSP", "POLL_S", "Handler"]
 
@@ -216,6 +217,7 @@ class Handler(BoundedHandler):
                 anomalous=q.get("anomalous") in ("1", "true", "on"),
             )
             after = _int(q, "after")
+            src = q.get("filter", "").strip()
             self._json(
                 api.frames_page(
                     store,
@@ -223,6 +225,7 @@ class Handler(BoundedHandler):
                     after=-1 if after is None else after,
                     limit=_int(q, "limit") or api.PAGE,
                     flt=flt,
+                    expr=Expression(src) if src else None,
                     from_ms=_ms(q, "from_ms"),
                     to_ms=_ms(q, "to_ms"),
                 )
@@ -236,6 +239,8 @@ class Handler(BoundedHandler):
             if offset is not None and offset < 0:
                 raise UsageError("offset takes a number of zero or more")
             self._json(api.log_json(store, cid, offset or 0, _int(q, "limit") or api.LOG_PAGE))
+        elif rest == ["stats"]:
+            self._json(stats_json(store, cid))
         elif rest == ["state"]:
             at = _int(q, "at")
             if at is None or at < 0:

@@ -111,3 +111,41 @@ def test_any_frame_has_a_detail(tmp_path: Path, raw: bytes, opcode: str | None) 
         store.close()
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def test_a_filter_expression_pages_what_it_keeps(demo: Store) -> None:
+    from acp_proxy.text.timeline import Expression
+
+    page = frames_page(demo, 1, expr=Expression("kind:request dir:c2a method:session/*"))
+    rows = page["frames"]
+    assert rows and page["done"]
+    assert all(r["kind"] == "request" and r["direction"] == "c2a" for r in rows)
+    assert {r["method"] for r in rows} >= {"session/new", "session/prompt"}
+    # text is decided in Python, within the scan bound
+    said = frames_page(demo, 1, expr=Expression('dir:a2c "end_turn"'))["frames"]
+    assert said and all("end_turn" in r["summary"] for r in said)
+
+
+def test_a_request_row_says_when_its_answer_came(demo: Store) -> None:
+    rows = {r["seq"]: r for r in frames_page(demo, 1, limit=1000)["frames"]}
+    answers = [r for r in rows.values() if r["request_seq"] is not None]
+    assert answers
+    for a in answers:
+        req = rows[a["request_seq"]]
+        assert req["answer_seq"] == a["seq"] and req["end_ms"] == a["t_ms"]
+
+
+def test_stats_per_method_and_error_code(demo: Store) -> None:
+    from acp_proxy.ui.stats import percentile, stats_json
+
+    s = stats_json(demo, 1)
+    by = {(m["method"], m["direction"]): m for m in s["methods"]}
+    prompt = by[("session/prompt", "c2a")]
+    assert prompt["requests"] == prompt["answered"] >= 1
+    assert prompt["p50_ms"] is not None and prompt["p50_ms"] <= prompt["p99_ms"] <= prompt["max_ms"]
+    asked = demo.conn.execute(
+        "SELECT COUNT(*) FROM messages WHERE capture_id = 1 AND kind = 'request'"
+    ).fetchone()[0]
+    assert sum(m["requests"] for m in s["methods"]) == asked
+    assert percentile([1, 2, 3, 4], 50) == 2 and percentile([5], 99) == 5
+    assert percentile(list(range(1, 101)), 90) == 90 and percentile([], 50) is None
