@@ -247,30 +247,18 @@ class Folds:
 
 
 def state_json(store: Store, capture_id: int, at: int) -> dict[str, Any]:
-    """The reconstructed state after frame ``at``: what the user had seen by then."""
+    """The reconstructed state after frame ``at``: what the user had seen by then, as the
+    views of the capture's tabs show it."""
     check_foldable(store, capture_id, at)
     frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
     r = reconstruct(frames, at=at)
-    tools = rviews.tools_json(r)
     return {
         "at": at,
-        "turns": [
-            {k: t[k] for k in ("index", "prompt", "agentText", "stopReason", "seq")}
-            for t in rviews.turns_json(r)
-        ],
-        "tools": [{k: t[k] for k in ("toolCallId", "title", "status", "firstSeq")} for t in tools],
-        "terminals": [
-            {"terminalId": t["terminalId"], "screen": t["screen"], "exitStatus": t["exitStatus"]}
-            for t in rviews.terminals_json(r)
-        ],
-        "files": [
-            {"path": h["path"], "exists": h["exists"], "versions": len(h["versions"])}
-            for h in rviews.files_json(r)
-        ],
-        "sessions": [
-            {k: s[k] for k in ("sessionId", "mode", "plan", "state")}
-            for s in rviews.sessions_json(r)
-        ],
+        "turns": rviews.turns_json(r),
+        "tools": rviews.tools_json(r),
+        "terminals": rviews.terminals_json(r),
+        "files": rviews.files_json(r),
+        "sessions": rviews.sessions_json(r),
     }
 
 

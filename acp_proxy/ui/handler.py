@@ -181,6 +181,10 @@ class Handler(BoundedHandler):
         with self._store() as store:
             if parts == ["captures"]:
                 self._json(api.captures_json(store))
+            elif parts == ["filter-keys"]:
+                from acp_proxy.filters import KEYS
+
+                self._json(KEYS)
             elif parts == ["search"]:
                 self._search(store, q)
             elif len(parts) >= 2 and parts[0] == "captures":
