@@ -217,9 +217,10 @@ async function showSearch(q) {
   const count = el("p", { class: "muted", id: "hit-count" });
   const more = el("button", { type: "button" }, "More");
   let shown = res.hits.length;
+  const total = res.count, atLeast = res.at_least;
   const say = () => {
-    count.textContent = res.next ? `${shown} shown of more (frames, the agent's stderr, events), newest first.`
-      : `${shown} hit${shown === 1 ? "" : "s"} (frames, the agent's stderr, events), newest first.`;
+    const all = atLeast ? `at least ${total} hits` : `${total} hit${total === 1 ? "" : "s"}`;
+    count.textContent = `${all} (frames, the agent's stderr, events), newest first` + (res.next || shown < total ? `; ${shown} shown.` : ".");
     more.hidden = !res.next;
   };
   more.addEventListener("click", async () => {
@@ -259,11 +260,12 @@ function chainLine(c) {
       : el("a", { href: hash("c", h.capture, "f") }, `hop ${i} (${h.role}, capture ${h.capture})`)]));
 }
 
-function skipToFrames(ev) {
+// the first stop of Tab: straight to the list of frames (or the page's content)
+document.getElementById("skip").addEventListener("click", (ev) => {
   ev.preventDefault();
   const row = document.querySelector("#frames tr[tabindex='0']") || document.querySelector("#frames tr");
-  if (row) row.focus(); else { const f = document.getElementById("filter"); if (f) f.focus(); }
-}
+  if (row) row.focus(); else app.focus();
+});
 
 async function showCapture(cid, tab, item) {
   const c = await get(`/api/captures/${encodeURIComponent(cid)}`);
@@ -273,8 +275,7 @@ async function showCapture(cid, tab, item) {
   const tabs = el("nav", { class: "tabs", "aria-label": "views" }, VIEWS.map((v) =>
     el("a", { href: hash("c", c.id, v === "timeline" ? "f" : v), "aria-current": v === tab ? "page" : null }, v)));
   const body = el("div", { id: "view" });
-  app.replaceChildren(el("a", { href: "#frames", class: "skip", id: "skip", onclick: skipToFrames }, "Skip to the frames"),
-    captureHeader(c, tab === "timeline"), tabs, body);
+  app.replaceChildren(captureHeader(c, tab === "timeline"), tabs, body);
   if (tab === "timeline") {
     state.selected = item === undefined ? null : Number(item);
     state.follow = !!c.live && state.selected === null;
@@ -328,7 +329,7 @@ async function showView(body, name, item) {
   }
 }
 
-function history(items, cid) {
+function statusTrail(items, cid) {
   return items.map((h, i) => [i ? " → " : "", h.status || h.event, " ", frameLink(cid, h.seq, "#" + h.seq)]);
 }
 
@@ -361,7 +362,7 @@ function renderView(name, data, cid, item) {
   if (name === "tools") return data.map((t) => el("div", { class: "card", id: "item-" + t.toolCallId },
     el("h2", {}, `${t.title || t.toolCallId} `, el("span", { class: "badge" }, t.status || "?"), " ", el("span", { class: "muted" }, t.kind || "")),
     el("div", { class: "mono" }, t.toolCallId, ` · ${ms(t.durationMs)} · first `, frameLink(cid, t.firstSeq)),
-    el("div", {}, "status: ", history(t.statusHistory, cid)),
+    el("div", {}, "status: ", statusTrail(t.statusHistory, cid)),
     t.locations && t.locations.length ? el("div", {}, "locations: ", t.locations.map((l) => [el("a", { href: hash("c", cid, "files", l.path) }, String(l.path)), " "])) : null,
     contentItems(t.content, cid),
     t.rawInput !== null ? [el("div", { class: "muted" }, "raw input"), el("pre", {}, pretty(t.rawInput))] : null,
