@@ -9,7 +9,7 @@ const COLUMNS = [
   ["kind", "kind", (f) => f.kind], ["method", "method", (f) => f.update || f.method || ""],
   ["summary", "summary", (f) => f.summary], ["latency", "latency", (f) => f.latency_ms === null ? -1 : f.latency_ms],
   ["waterfall", "waterfall", (f) => f.t_ms], ["anomalies", "anomalies", (f) => f.anomalies.join(",")]];
-const WIDTHS = { seq: 52, t: 72, dir: 52, kind: 84, method: 160, summary: 192, latency: 76, waterfall: 140, anomalies: 80 };
+const WIDTHS = { seq: 52, t: 72, dir: 52, kind: 84, method: 150, summary: 160, latency: 76, waterfall: 140, anomalies: 80 };
 
 // ---- the filter expression -------------------------------------------------------------
 
