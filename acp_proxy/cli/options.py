@@ -148,7 +148,7 @@ def filter_options(fn: F) -> F:
                 "filter",
                 metavar="EXPR",
                 help="Only frames passing this filter expression, e.g. "
-                "'method:session/* and not dir:a2c' (docs/cli.md, \"Filter expressions\").",
+                "'method:session/* and not dir:a2c' (docs/ui.md, \"Filter expressions\").",
             ),
         ]
     ):

@@ -5,7 +5,7 @@ What belongs here: reading an expression (``method:session/* and not dir:a2c``) 
 tree (:func:`parse`), and deciding with it — on a frame's fields in Python
 (:func:`matches`), and as an SQL condition over the ``messages`` table with bound
 parameters (:func:`sql_where`) for what can be decided there. Pure: strings in, values out.
-The language is described in docs/cli.md, "Filter expressions".
+The language is described in docs/ui.md, "Filter expressions".
 """
 
 from __future__ import annotations
