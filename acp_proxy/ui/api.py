@@ -192,6 +192,27 @@ def frame_detail(store: Store, capture_id: int, seq: int) -> dict[str, Any]:
     return row
 
 
+STREAMED = ("tools", "terminals", "diffs")
+"""The views the commands write as they fold only the frames they need: served at any
+size."""
+
+
+def _frames_upto(store: Store, capture_id: int, at: int | None) -> int:
+    row = store.conn.execute(
+        "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE capture_id = ?", [capture_id]
+    ).fetchone()
+    return int(row[0] + 1 if at is None else min(row[0], at) + 1)
+
+
+def page_of(items: Any, offset: int, limit: int) -> dict[str, Any]:
+    """``items[offset:offset + limit]`` with how many there are in all: a view shown a
+    page at a time."""
+    if not isinstance(items, list):
+        raise UsageError("this view is not a list: ask for it without limit")
+    offset = max(0, offset)
+    return {"items": items[offset : offset + max(1, limit)], "total": len(items), "offset": offset}
+
+
 def check_foldable(
     store: Store, capture_id: int, at: int | None = None, limit: int | None = None
 ) -> None:
@@ -217,18 +238,44 @@ class Folds:
         self.keep = keep
         self.lock = threading.Lock()
         self._folds: OrderedDict[int, tuple[Reconstruction, int]] = OrderedDict()
+        self._streamed: tuple[tuple[Any, ...], Any] | None = None
 
     def view(self, store: Store, capture_id: int, name: str, at: int | None = None) -> Any:
-        """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now)."""
+        """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now).
+        ``tools``, ``terminals`` and ``diffs`` of a capture too large to fold here are
+        streamed as the commands stream them (only the frames the view needs are read)."""
         to_json = VIEWS.get(name)
         if to_json is None:
             raise UsageError(f"no view {name!r} (choose from {', '.join(VIEWS)})")
+        if name in STREAMED and _frames_upto(store, capture_id, at) > FOLD_MAX:
+            return self.streamed(store, capture_id, name, at)
         check_foldable(store, capture_id, at)
         if at is not None:
             frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
             return to_json(reconstruct(frames, at=at))
         with self.lock:
             return to_json(self.current(store, capture_id))
+
+    def streamed(self, store: Store, capture_id: int, name: str, at: int | None) -> Any:
+        """One of :data:`STREAMED`, written by the commands' streamed fold and read back;
+        the last one is kept (the page asks for it a page at a time)."""
+        import io
+
+        from acp_proxy.export.listing import write_view
+        from acp_proxy.store.refs import Source
+
+        last = _frames_upto(store, capture_id, at)
+        key = (capture_id, name, at, last)
+        with self.lock:
+            if self._streamed is not None and self._streamed[0] == key:
+                return self._streamed[1]
+        out = io.BytesIO()
+        c = store.capture(str(capture_id))
+        write_view(Source(c, f"capture {capture_id}", store=store), name, out, at=at)
+        value = orjson.loads(out.getvalue())
+        with self.lock:
+            self._streamed = (key, value)
+        return value
 
     def current(self, store: Store, capture_id: int) -> Reconstruction:
         """The reconstruction of everything recorded so far (call with :attr:`lock` held)."""

@@ -254,7 +254,11 @@ class Handler(BoundedHandler):
             at = _int(q, "at")
             if at is not None and at < 0:
                 raise UsageError("at takes a frame number (seq) of zero or more")
-            self._json(self.server.state.folds.view(store, cid, rest[1], at))
+            value = self.server.state.folds.view(store, cid, rest[1], at)
+            limit = _int(q, "limit")
+            if limit is not None:
+                value = api.page_of(value, _int(q, "offset") or 0, limit)
+            self._json(value)
         elif len(rest) == 2 and rest[0] == "export":
             self._export(store, c, rest[1], q)
         else:

@@ -149,3 +149,19 @@ def test_stats_per_method_and_error_code(demo: Store) -> None:
     assert sum(m["requests"] for m in s["methods"]) == asked
     assert percentile([1, 2, 3, 4], 50) == 2 and percentile([5], 99) == 5
     assert percentile(list(range(1, 101)), 90) == 90 and percentile([], 50) is None
+
+
+@pytest.mark.parametrize("view", ["tools", "terminals", "diffs"])
+def test_a_large_captures_view_is_streamed_as_the_commands_stream_it(
+    demo: Store, monkeypatch: pytest.MonkeyPatch, view: str
+) -> None:
+    from acp_proxy.ui import api
+
+    folded = Folds().view(demo, 1, view)
+    monkeypatch.setattr(api, "FOLD_MAX", 10)  # the demo is now "too large to fold here"
+    with pytest.raises(UsageError, match="too large to fold"):
+        Folds().view(demo, 1, "turns")
+    streamed = Folds().view(demo, 1, view)
+    assert streamed == json.loads(json.dumps(folded)) and streamed
+    page = api.page_of(streamed, 1, 1)
+    assert page["items"] == streamed[1:2] and page["total"] == len(streamed)

@@ -315,18 +315,41 @@ async function showLog(body) {
 async function showView(body, name, item) {
   const cid = state.capture.id;
   if (name === "log") { await showLog(body); return; }
-  const data = await get(`/api/captures/${cid}/view/${name}`);
+  // tools, terminals and diffs come a page at a time (a large capture's are streamed)
+  const paged = PAGED_VIEWS.includes(name) && item === undefined;
+  const first = await get(`/api/captures/${cid}/view/${name}` + (paged ? `?limit=${VIEW_PAGE}` : ""));
+  const data = paged ? first.items : first;
   // the sessions tree shows the messages between sessions, the tools the MCP calls over ACP
   const more = { sessions: "messages", tools: "mcp" }[name];
-  const extra = more ? await get(`/api/captures/${cid}/view/${more}`) : [];
+  let extra = [], note = null;
+  if (more) {
+    try { extra = await get(`/api/captures/${cid}/view/${more}`); } catch (e) { note = el("p", { class: "muted" }, e.message); }
+  }
   if (name === "sessions") body.replaceChildren(...sessionTree(data, extra, cid));
   else if (name === "tools") body.replaceChildren(...(data.length ? renderView(name, data, cid, item) : []), ...mcpCalls(extra, cid),
     ...(data.length || extra.length ? [] : renderView(name, data, cid, item)));
   else body.replaceChildren(...renderView(name, data, cid, item));
+  if (note) body.append(note);
+  if (paged && first.total > data.length) body.append(viewMore(body, name, cid, data.length, first.total));
   if (item !== undefined) {
     const target = document.getElementById("item-" + item);
     if (target) { target.classList.add("target"); target.scrollIntoView({ block: "start" }); }
   }
+}
+
+const PAGED_VIEWS = ["tools", "terminals", "diffs"];
+const VIEW_PAGE = 200;
+
+function viewMore(body, name, cid, shown, total) {
+  const button = el("button", { type: "button", id: "view-more" }, `More (${total - shown} of ${total} not shown)`);
+  button.addEventListener("click", async () => {
+    const page = await get(`/api/captures/${cid}/view/${name}?limit=${VIEW_PAGE}&offset=${shown}`);
+    shown += page.items.length;
+    button.before(...renderView(name, page.items, cid));
+    if (shown >= page.total || !page.items.length) button.remove();
+    else button.textContent = `More (${page.total - shown} of ${page.total} not shown)`;
+  });
+  return button;
 }
 
 function statusTrail(items, cid) {
