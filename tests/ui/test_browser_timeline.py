@@ -170,6 +170,25 @@ def test_the_json_tree_the_state_at_a_frame_and_stats(page: Any, url: str) -> No
     expect(methods).to_contain_text("ms")
 
 
+def test_stderr_and_events_in_lanes_of_their_own(page: Any, url: str) -> None:
+    page.goto(url + "#/c/1/f/0")
+    expect(page.locator("#frame-detail")).to_contain_text("Frame #0")
+    assert page.locator("#frames tr.note").count() == 0  # off until asked for
+    page.check("#lane-event")
+    first = page.locator("#frames tr").first
+    expect(first).to_have_class("note event")
+    expect(first).to_contain_text("agent started")
+    ends = page.locator("#frames tr.note.event", has_text="agent exited")
+    expect(ends).to_have_count(1)
+    spawn_t = float(first.locator("td:nth-child(2)").inner_text())
+    assert spawn_t < float(page.locator("#frames tr.frame td:nth-child(2)").first.inner_text())
+    page.locator('#frames tr[data-seq="0"]').focus()
+    page.keyboard.press("j")  # the keys move over frames only
+    expect(page.locator("#frame-detail")).to_contain_text("Frame #1")
+    page.uncheck("#lane-event")
+    expect(page.locator("#frames tr.note")).to_have_count(0)
+
+
 ECHO = "import sys\nfor line in sys.stdin:\n    print(line, end='', flush=True)\n"
 
 

@@ -6,7 +6,9 @@ const TOKEN = new URLSearchParams(location.search).get("token");
 const app = document.getElementById("app");
 const VIEWS = ["timeline", "stats", "log", "turns", "tools", "permissions", "terminals", "diffs", "files", "sessions"];
 const state = { route: null, capture: null, frames: [], done: false, next: -1, filter: "",
-  selected: null, terms: [], view: null, viewTimer: null, follow: true, sort: null };
+  selected: null, terms: [], view: null, viewTimer: null, follow: true, sort: null,
+  lanes: Object.assign({ stderr: false, event: false }, JSON.parse(localStorage.getItem("acp-proxy-lanes") || "{}")),
+  notes: { cid: null, items: [], next: 0 } };
 
 // ---- helpers -------------------------------------------------------------------------
 

@@ -22,12 +22,63 @@ function filterBar() {
   follow.addEventListener("change", () => setFollow(follow.checked, true));
   const form = el("form", { class: "filterbar", id: "filter-form", role: "search" }, input,
     el("button", { type: "submit" }, "Filter"), el("button", { type: "button", id: "help-button", onclick: () => toggleHelp() }, "?"),
-    el("label", { class: "follow" }, follow, " follow"), el("span", { id: "shown", class: "muted" }), problem);
+    el("label", { class: "follow" }, follow, " follow"), laneToggle("stderr", "the agent's stderr"),
+    laneToggle("event", "process and connection events"), el("span", { id: "shown", class: "muted" }), problem);
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     applyFilter(input.value.trim());
   });
   return form;
+}
+
+// the agent's stderr and the capture's events: lanes of their own between the frames
+function laneToggle(lane, title) {
+  const box = el("input", { type: "checkbox", id: "lane-" + lane, checked: state.lanes[lane], title });
+  box.addEventListener("change", () => {
+    state.lanes[lane] = box.checked;
+    localStorage.setItem("acp-proxy-lanes", JSON.stringify(state.lanes));
+    state.notes = { cid: null, items: [], next: 0 };  // read again: a live capture's grew
+    renderRows();
+  });
+  return el("label", { class: "follow", title }, box, lane === "event" ? " events" : " stderr");
+}
+
+// the log entries up to time t (ms), a page at a time, kept for the capture
+async function ensureNotes(t) {
+  if (!state.lanes.stderr && !state.lanes.event) return;
+  const cid = state.capture.id;
+  if (state.notes.cid !== cid) state.notes = { cid, items: [], next: 0 };
+  const n = state.notes;
+  while (n.next !== null && (!n.items.length || n.items[n.items.length - 1].t_ms <= t)) {
+    const page = await get(`/api/captures/${cid}/log?offset=${n.next}&limit=1000`);
+    n.items.push(...page.entries);
+    n.next = page.next;
+  }
+}
+
+function noteTr(e) {
+  const what = e.source === "stderr" ? el("span", { class: "mono" }, stderrLine(e)) : el("span", { class: e.bad ? "odd" : "event" }, e.line);
+  const tick = el("span", { class: "bar tick lane", "data-start": e.t_ms, "data-end": e.t_ms });
+  placeBar(tick, Math.max(state.capture.span_ms || 0, 0.001));
+  return el("tr", { class: "note " + e.source + (e.bad ? " err" : "") },
+    el("td", { class: "num muted" }, "·"), el("td", { class: "num" }, e.t_ms.toFixed(3)),
+    el("td", { colspan: 2 }, el("span", { class: "badge " + e.source }, e.source === "stderr" ? "stderr" : e.kind)),
+    el("td", { colspan: 3 }, what), el("td", { class: "wf" }, el("div", { class: "track" }, tick)), el("td", {}));
+}
+
+// frames and, between them in time, the lanes asked for (none while sorted: they have no seq)
+function withNotes(frames, from, to, last) {
+  const lanes = state.lanes;
+  if (state.sort || (!lanes.stderr && !lanes.event) || state.notes.cid !== state.capture.id) return frames.map(frameTr);
+  const notes = state.notes.items.filter((e) => lanes[e.source] && e.t_ms > from && (last || e.t_ms <= to));
+  const out = [];
+  let i = 0;
+  for (const f of frames) {
+    while (i < notes.length && notes[i].t_ms <= f.t_ms) out.push(noteTr(notes[i++]));
+    out.push(frameTr(f));
+  }
+  if (last) while (i < notes.length) out.push(noteTr(notes[i++]));
+  return out;
 }
 
 function applyFilter(text) {
@@ -117,8 +168,12 @@ function sortedFrames() {
 function renderRows() {
   const body = document.getElementById("frames");
   if (!body) return;
-  body.replaceChildren(...sortedFrames().map(frameTr));
-  markSelected(false);
+  const frames = sortedFrames();
+  const from = state.frames.length && state.frames[0].seq !== 0 ? state.frames[0].t_ms : -Infinity;
+  ensureNotes(frames.length ? frames[frames.length - 1].t_ms : 0).then(() => {
+    body.replaceChildren(...withNotes(frames, from, Infinity, state.done));
+    markSelected(false);
+  }).catch(fail);
 }
 
 function sortBy(col) {
@@ -237,7 +292,11 @@ async function loadMore() {
     state.frames.push(f);
     added.push(f);
   }
-  if (state.sort) renderRows(); else body.append(...added.map(frameTr));
+  if (added.length && !state.sort) await ensureNotes(added[added.length - 1].t_ms).catch(() => {});
+  const before = state.frames.length > added.length ? state.frames[state.frames.length - added.length - 1].t_ms
+    : state.frames.length && state.frames[0].seq === 0 ? -Infinity : added.length ? added[0].t_ms : -Infinity;
+  if (state.sort) renderRows();
+  else body.append(...withNotes(added, before, added.length ? added[added.length - 1].t_ms : Infinity, page.done && !state.done));
   answered(added, body);
   state.next = page.next;
   state.done = page.done;
@@ -329,7 +388,7 @@ function markSelected(focus) {
   if (!body) return null;
   for (const tr of body.querySelectorAll("tr[aria-selected=true]")) { tr.setAttribute("aria-selected", "false"); tr.tabIndex = -1; }
   const tr = state.selected === null ? null : body.querySelector(`tr[data-seq="${state.selected}"]`);
-  const target = tr || body.firstElementChild;
+  const target = tr || body.querySelector("tr.frame");
   if (target) target.tabIndex = 0;  // one stop for Tab in the whole list (arrows move within)
   if (tr) {
     tr.setAttribute("aria-selected", "true");
@@ -361,7 +420,8 @@ function moveSelection(step) {
   if (!body || !body.firstElementChild) return;
   const cur = document.activeElement && document.activeElement.closest && document.activeElement.closest("#frames tr");
   const from = cur || (state.selected !== null && body.querySelector(`tr[data-seq="${state.selected}"]`));
-  const to = !from ? body.firstElementChild : step > 0 ? from.nextElementSibling : from.previousElementSibling;
+  let to = !from ? body.querySelector("tr.frame") : step > 0 ? from.nextElementSibling : from.previousElementSibling;
+  while (to && !to.classList.contains("frame")) to = step > 0 ? to.nextElementSibling : to.previousElementSibling;
   if (to) { to.tabIndex = 0; to.focus(); location.hash = frameHash(Number(to.dataset.seq)); }
 }
 
