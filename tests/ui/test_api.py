@@ -165,3 +165,23 @@ def test_a_large_captures_view_is_streamed_as_the_commands_stream_it(
     assert streamed == json.loads(json.dumps(folded)) and streamed
     page = api.page_of(streamed, 1, 1)
     assert page["items"] == streamed[1:2] and page["total"] == len(streamed)
+
+
+def test_search_counts_hits_up_to_a_bound(
+    demo: Store, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3 as sq
+
+    from acp_proxy.store.index import catch_up
+    from acp_proxy.ui import api
+
+    conn = sq.connect(db, isolation_level=None)
+    catch_up(conn)
+    conn.close()
+    every = api.search_json(demo, "jsonrpc", limit=5)
+    assert len(every["hits"]) == 5 and every["next"] is not None
+    assert every["count"] >= 40 and not every["at_least"]  # every frame, counted
+    monkeypatch.setattr(api, "COUNT_MAX", 10)
+    bounded = api.search_json(demo, "jsonrpc", limit=5)
+    assert bounded["count"] == 10 and bounded["at_least"]
+    assert "count" not in api.search_json(demo, "jsonrpc", limit=5, before=every["next"])
