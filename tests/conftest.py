@@ -6,11 +6,18 @@ import os
 from pathlib import Path
 
 import pytest
+from support.demo import demo_database
 
 
 @pytest.fixture
 def db(tmp_path: Path) -> Path:
     return tmp_path / "rec.sqlite"
+
+
+@pytest.fixture
+def demo_copy(db: Path) -> Path:
+    """``db``, holding the demo's capture (tests/support/demo.py)."""
+    return demo_database(db)
 
 
 @pytest.fixture(autouse=True)

@@ -123,7 +123,7 @@ class Recorder:
                     batch += reader.read(timeout=0) or []
                 self._feed(batch)
             self._input_ended()
-            self.core.finish(now_iso())
+            self.core.finish(now_iso(), noticed_ns=time.monotonic_ns())
             self._take_notes()
             self._rows += self.core.take()
             while not self._try_commit():

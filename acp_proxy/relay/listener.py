@@ -22,8 +22,9 @@ from websockets.protocol import State
 
 from acp_proxy import events
 from acp_proxy.errors import AgentSpawnError
+from acp_proxy.record import chain
 from acp_proxy.record.link import CaptureMeta, RecorderLink
-from acp_proxy.relay import warn
+from acp_proxy.relay import RefusalLog, warn
 from acp_proxy.relay.config import ServeConfig
 from acp_proxy.relay.core.admission import Caller, check_listen_address, upstream_target
 from acp_proxy.relay.core.capacity import Capacity
@@ -55,6 +56,7 @@ class WsFront:
         self.writer = writer
         self.listen_url = ""
         self.tasks = Tasks()
+        self.refusals = RefusalLog()  # the clients it answered itself, on stderr
         self.capacity = Capacity.for_messages(
             config.max_connections, config.max_in_flight, config.settings.max_size or 0
         )
@@ -130,10 +132,13 @@ class _Session:
         if self.logged:
             return
         self.logged = True
+        warn(self._line(outcome))
+
+    def _line(self, outcome: str) -> str:
         path = redact_url(self.request.path, keep_secrets=False)
         took = (time.monotonic_ns() - self.opened_ns) / 1e9
         what = "not recorded" if self.front.writer.refused else f"capture {self.uid[:8]}"
-        warn(f"ws {self.peer} {path} {what}: {outcome} ({took:.1f} s)")
+        return f"ws {self.peer} {path} {what}: {outcome} ({took:.1f} s)"
 
     def _end(self) -> None:
         self.done = True
@@ -157,7 +162,8 @@ class _Session:
         self.tap.close(end_reason=f"{event.kind.replace('_', ' ')} {status}")  # refused 401, ...
         self._end()
         what = {"upstream_failed": "upstream failed"}.get(event.kind, event.kind)
-        self._log(f"{what}, HTTP {status}: {message}")
+        self.logged = True  # the connection's one line, if the rule lets it be written
+        self.front.refusals.refused(status, self._line(f"{what}, HTTP {status}: {message}"))
         return self.conn.respond(status, f"acp-proxy: {message}\n")
 
     async def open(self) -> Response | None:
@@ -221,7 +227,8 @@ class _Session:
         cfg = self.front.config
         assert cfg.command is not None
         try:
-            self.agent = AgentProcess.spawn(cfg.command, self.tap, grace=cfg.grace)
+            env = chain.join(self.tap, os.environ)  # as `record` does: a hop says so
+            self.agent = AgentProcess.spawn(cfg.command, self.tap, grace=cfg.grace, env=env)
         except AgentSpawnError as e:
             return self._fail(502, events.SpawnFailed, str(e))
         return None
@@ -360,3 +367,4 @@ async def serve(
         acceptor.close()
         await hand_over.close(1001, config.settle)
         await front.tasks.settle(config.settle)
+        front.refusals.close()

@@ -263,12 +263,14 @@ def test_a_hostile_recording_is_reported_inert_in_every_format(tmp_path: Path, d
     from support.hostile import hostile_session
 
     record_script(db, tmp_path, hostile_session(str(tmp_path)))
+    out = {}
     for fmt in ("text", "json", "junit", "sarif"):
         proc = run("--db", str(db), "--format", fmt)
         assert proc.returncode in (0, 1) and proc.stderr == "", proc.stderr
         for control in ("\x1b", "\x07", "\x9b", "\x9d", "\x85"):
             assert control not in proc.stdout, (fmt, control)
-    report = json.loads(run("--db", str(db), "--format", "json").stdout)
+        out[fmt] = proc.stdout
+    report = json.loads(out["json"])
     rules = {f["rule"] for f in report["captures"][0]["findings"]}
     assert "framing.not-json" in rules  # its line that is not JSON at all
-    ET.fromstring(run("--db", str(db), "--format", "junit").stdout)
+    ET.fromstring(out["junit"])

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.demo import demo_database
 from support.proc import PROXY, peer, run_proxy
 
 
@@ -23,7 +24,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A database with the demo capture, and its jsonl export."""
     d = tmp_path_factory.mktemp("refs")
     db = d / "rec.sqlite"
-    assert cli("demo", "--db", str(db)).returncode == 0
+    demo_database(db)
     export = d / "d.jsonl"
     r = cli("export", "1", "--db", str(db), "-o", str(export))
     assert r.returncode == 0, r.stderr

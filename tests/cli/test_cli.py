@@ -7,6 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from support.demo import demo_database
 from support.proc import PROXY, peer, run_proxy
 
 from acp_proxy.export.jsonl import read_jsonl
@@ -60,7 +61,7 @@ def test_demo_uses_the_default_database(tmp_path: Path) -> None:
 
 
 def test_show_and_export_round_trip_exact_bytes(db: Path, tmp_path: Path) -> None:
-    cli("demo", "--db", str(db))
+    demo_database(db)
     show = cli("show", "--db", str(db)).stdout.splitlines()
     assert show[0].startswith("capture 1  stdio")
     assert any("→ request" in line and "initialize [0]" in line for line in show)
@@ -133,7 +134,7 @@ def test_read_commands_work_during_a_recording(db: Path) -> None:
 def test_bad_input_gets_one_clear_line(db: Path, tmp_path: Path) -> None:
     r = cli("show", "--db", str(tmp_path / "none.sqlite"), check=False)
     assert r.returncode != 0 and r.stderr.count("\n") == 1 and "no recordings database" in r.stderr
-    cli("demo", "--db", str(db))
+    demo_database(db)
     r = cli("show", "42", "--db", str(db), check=False)
     assert r.returncode == 2 and r.stderr.strip() == f"acp-proxy: error: no capture '42' in {db}"
     r = cli("record", "--db", str(db), check=False)
@@ -151,7 +152,7 @@ def test_bad_input_gets_one_clear_line(db: Path, tmp_path: Path) -> None:
 
 
 def test_stream_bytes_of_demo_are_newline_json(db: Path) -> None:
-    cli("demo", "--db", str(db))
+    demo_database(db)
     store = Store(db)
     for d in Direction:
         data = store.stream_bytes(1, d)
@@ -162,7 +163,7 @@ def test_stream_bytes_of_demo_are_newline_json(db: Path) -> None:
 
 
 def test_tail_filters_and_json(db: Path) -> None:
-    cli("demo", "--db", str(db))
+    demo_database(db)
     out = cli("tail", "--db", str(db), "-n", "100", "--method", "terminal/*", "--json").stdout
     objs = [json.loads(line) for line in out.splitlines()]
     assert {o["method"] for o in objs} == {
@@ -180,7 +181,7 @@ def test_tail_filters_and_json(db: Path) -> None:
 
 
 def test_show_filters_frames(db: Path) -> None:
-    cli("demo", "--db", str(db))
+    demo_database(db)
     lines = cli("show", "--db", str(db), "--method", "fs/*").stdout.splitlines()
     frames = [line for line in lines if " #" in line and "fs/" in line]
     assert len(frames) == 4  # read and write, each a request and its response

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.demo import demo_database
 from support.hostile import hostile_session, raw_controls, record_script
 from support.proc import PROXY
 
@@ -22,8 +23,7 @@ OURS = re.compile(rb"\x1b\[[0-9;]*m")
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("demo") / "rec.sqlite"
-    r = subprocess.run([*PROXY, "demo", "--db", str(db)], capture_output=True, timeout=120)
-    assert r.returncode == 0, r.stderr
+    demo_database(db)
     return db
 
 

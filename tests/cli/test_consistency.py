@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.big import record_flood
+from support.demo import demo_database
 from support.proc import PROXY
 
 from acp_proxy.protocol.frames import Direction, Frame, Opcode
@@ -25,7 +26,7 @@ from acp_proxy.text.timeline import event_line, frame_line, seq_width, stderr_pa
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("demo") / "rec.sqlite"
-    subprocess.run([*PROXY, "demo", "--db", str(db)], capture_output=True, check=True)
+    demo_database(db)
     return db
 
 

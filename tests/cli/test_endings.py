@@ -87,6 +87,11 @@ def test_who_ended_it_is_said_once_and_agreed_on(
     session(db, mode, end)
     (row,) = json.loads(cli(db, "captures", "--json"))
     assert row["status"] == status
+    if mode == "linger":
+        last_t = json.loads(cli(db, "show", "--json"))["frames"][-1]["t_ns"] / 1e9
+        # the client waited 0.2 s after the last frame before it ended the session: a
+        # capture lasts until its end was seen, not until its last record, however it ended
+        assert row["duration_s"] >= last_t + 0.2
     turns = cli(db, "show", "--view", "turns", "--no-pager")
     assert f"cut short: {why} before answering" in turns
     found = json.loads(cli(db, "check", "--format", "json"))

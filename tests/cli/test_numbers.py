@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 import pytest
+from support.demo import demo_database
 from support.proc import PROXY
 
 from acp_proxy.cli import main
@@ -66,8 +67,7 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("numbers") / "rec.sqlite"
-    assert cli("demo", "--db", str(db)).returncode == 0
-    return db
+    return demo_database(db)
 
 
 def _one_line(r: subprocess.CompletedProcess[str], *needles: str) -> None:

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.demo import demo_database
 from support.proc import PROXY, peer, run_proxy
 
 
@@ -19,12 +20,11 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("show") / "rec.sqlite"
-    assert cli("demo", "--db", str(db)).returncode == 0
-    return db
+    return demo_database(db)
 
 
-def test_tail_with_a_filter_finds_old_matches(db: Path) -> None:
-    assert cli("demo", "--db", str(db)).returncode == 0
+def test_tail_with_a_filter_finds_old_matches(demo_copy: Path) -> None:
+    db = demo_copy
     run_proxy(db, peer("lifecycle_agent.py", "flood", "3000"))  # 3000 newer frames
     r = cli("tail", "-n", "2", "--method", "initialize", "--db", str(db))
     assert r.returncode == 0, r.stderr

@@ -10,14 +10,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from support.demo import demo_database
 from support.proc import PROXY, wait_recorded
 
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("hit") / "demo.sqlite"
-    subprocess.run([*PROXY, "demo", "--db", str(db)], check=True, capture_output=True)
-    wait_recorded(db)
+    demo_database(db)
     return db
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from support.big import record_flood
 from support.crash import record_crash
+from support.demo import demo_database
 from support.proc import PROXY
 
 
@@ -47,7 +48,7 @@ def _section(page: str, title: str) -> str:
 def demo_page(tmp_path_factory: pytest.TempPathFactory) -> str:
     tmp = tmp_path_factory.mktemp("demo")
     db = tmp / "rec.sqlite"
-    subprocess.run([*PROXY, "demo", "--db", str(db)], capture_output=True, check=True)
+    demo_database(db)
     return export(db, tmp / "demo.html")
 
 

@@ -40,8 +40,10 @@ def _page(db: Path, tmp_path: Path) -> tuple[_Page, str]:
     return page, source
 
 
-def test_demo_page_shows_turns_tools_terminals_diffs_and_frames(db: Path, tmp_path: Path) -> None:
-    subprocess.run([*PROXY, "demo", "--db", str(db)], check=True, capture_output=True)
+def test_demo_page_shows_turns_tools_terminals_diffs_and_frames(
+    demo_copy: Path, tmp_path: Path
+) -> None:
+    db = demo_copy
     page, _ = _page(db, tmp_path)
     text = "".join(page.text)
     for heading in ("Turns", "Tool calls", "Terminals", "File changes", "Frames (46)"):
@@ -100,11 +102,11 @@ OURS = {
 }  # fmt: skip
 
 
-def test_page_has_a_policy_that_forbids_scripts_and_loads(db: Path, tmp_path: Path) -> None:
+def test_page_has_a_policy_that_forbids_scripts_and_loads(demo_copy: Path, tmp_path: Path) -> None:
     import base64
     import hashlib
 
-    subprocess.run([*PROXY, "demo", "--db", str(db)], check=True, capture_output=True)
+    db = demo_copy
     _, source = _page(db, tmp_path)
     page = _Strict()
     page.feed(source)

@@ -214,6 +214,17 @@ def test_end_of_input_closes_what_the_relay_did_not() -> None:
     assert fields(rows)["end_reason"] == "proxy_gone"
 
 
+def test_a_relay_that_died_in_silence_lived_until_its_end_was_seen() -> None:
+    # the end is seen 5 s after the last record: the capture lasted until then; an end
+    # "seen" before the last record (a clock read early) never shortens it
+    for noticed in (5_000_000_000, -5):
+        s = Script().open()  # the capture starts at 1_000
+        s.chunk(A2C, b"{}\n")
+        last = s.t
+        s.core.finish("2026-12-03T00:00:00.000Z", noticed_ns=last + noticed)
+        assert fields(s.take())["ended_ns"] == max(last, last + noticed) - 1_000
+
+
 def test_undelivered_marks_the_frames_of_the_failed_write_and_what_follows() -> None:
     s = Script().open()
     s.chunk(C2A, b"a\n")

@@ -81,8 +81,11 @@ async def test_slow_bodies_hold_no_slot_past_the_body_timeout(kind: str, tmp_pat
         assert all(b"--body-timeout" in s or b"1 s" in s for s in said)
         head = await answered(listener, post(listener, INITIALIZE))
         assert head.startswith(b"HTTP/1.1 200 "), head
-    if kind == "http":
-        assert listener.output().count(b"answered HTTP 408") == 8
+        code = await listener.stop()  # replay ends by the signal's default action
+    if kind == "http":  # a line for the first, the others counted (a line per status per 10 s)
+        assert code == 0
+        out = listener.output()
+        assert out.count(b"; answered HTTP 408") == 1 and b"7 more answered HTTP 408" in out
 
 
 @pytest.mark.parametrize("kind", ["http", "replay", "ui"])
@@ -153,3 +156,19 @@ async def test_only_loopback_host_names_and_allowed_ones_are_answered(
         for name in (f"127.0.0.1:{listener.port}", "localhost:9", "[::1]", "ACP.example:1"):
             head = await answered(listener, _a_request(kind, name))
             assert head.split(b" ")[1] in (b"101", b"200", b"502"), (name, head)
+
+
+@pytest.mark.parametrize("kind", ["http", "ws"])
+async def test_a_flood_of_refusals_is_a_line_and_a_count(kind: str, tmp_path: Path) -> None:
+    # docs/reliability.md: a line per status per interval, the rest counted, the count told
+    # when the listener stops; every client is still answered
+    async with http_upstream() as up, running(kind, tmp_path, upstream=up) as listener:
+        for _ in range(30):
+            refused = await answered(listener, _a_request(kind, "evil.example"))
+            assert refused.startswith(b"HTTP/1.1 421 "), refused
+        assert await listener.stop() == 0
+    lines = [line for line in listener.output().splitlines() if b"421" in line]
+    assert len(lines) == 2, lines
+    assert b"evil.example" in lines[0]
+    assert lines[1] == b"acp-proxy: 29 more answered HTTP 421" + lines[1][36:]
+    assert b"(a line per status per 10 s)" in lines[1]

@@ -337,3 +337,26 @@ async def test_header_needs_upstream_and_a_name(db: Path) -> None:
         )  # fmt: skip
         out, err = await asyncio.wait_for(proc.communicate(), 30)
         assert proc.returncode == 2 and out == b"" and err.count(b"\n") == 1, err
+
+
+@pytest.mark.parametrize("inside", [False, True])
+async def test_each_clients_agent_learns_its_chain_as_under_record(
+    tmp_path: Path, db: Path, monkeypatch: pytest.MonkeyPatch, inside: bool
+) -> None:
+    # docs/protocol.md §13.4: the agent of each connection gets ACP_PROXY_CHAIN with that
+    # connection's capture as its parent; a bridge run inside a chain is a hop of it
+    outer, parent = "a" * 32, "b" * 32
+    if inside:
+        monkeypatch.setenv("ACP_PROXY_CHAIN", f"{outer}:{parent}")
+    else:
+        monkeypatch.delenv("ACP_PROXY_CHAIN", raising=False)
+    say = "import os; print(os.environ.get('ACP_PROXY_CHAIN', '-'), flush=True)"
+    async with (
+        running_proxy(db, command=[sys.executable, "-c", say]) as proxy,
+        connect(proxy.url + "/acp", **RAW) as ws,
+    ):
+        handed = (await ws.recv(decode=False)).decode()
+    ((uid,),) = rows(db, "SELECT uid FROM captures")
+    assert handed == f"{outer if inside else uid}:{uid}"
+    hops = [detail for kind, detail in events(db) if kind == "chain"]
+    assert hops == ([{"chain": outer, "parent": parent, "role": "hop"}] if inside else [])

@@ -19,10 +19,8 @@ LINE = b'{"jsonrpc":"2.0","method":"x"}\n'
 
 
 @pytest.fixture
-def recorded(db: Path) -> Path:
-    subprocess.run([*PROXY, "demo", "--db", str(db)], check=True, capture_output=True)
-    assert stat.S_IMODE(db.stat().st_mode) == 0o600
-    return db
+def recorded(demo_copy: Path) -> Path:
+    return demo_copy
 
 
 def _mode(path: Path) -> int:

@@ -26,6 +26,7 @@ import h11
 from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
 
+from support.demo import demo_database
 from support.proc import PROXY
 
 LISTENERS = ("http", "ws", "replay", "ui")
@@ -82,7 +83,7 @@ async def running(
     elif kind == "replay":
         args = ["replay", "agent", str(recording or flood_recording(tmp_path)), "--keep-serving"]
     else:
-        subprocess.run([*PROXY, "demo", "--db", str(db)], check=True, capture_output=True)
+        demo_database(db)
         if recording is not None:  # capture 2
             subprocess.run([*PROXY, "import", "--db", str(db), str(recording)], check=True)
         args = ["ui", "--no-index"]

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.proc import PROXY
 
 from acp_proxy.errors import UsageError
 from acp_proxy.reconstruct import reconstruct
@@ -22,9 +20,8 @@ from acp_proxy.ui.api import Folds, check_foldable, frame_detail, frames_page
 
 
 @pytest.fixture
-def demo(db: Path) -> Store:
-    subprocess.run([*PROXY, "demo", "--db", str(db)], check=True, capture_output=True)
-    return Store(db, readonly=True)
+def demo(demo_copy: Path) -> Store:
+    return Store(demo_copy, readonly=True)
 
 
 def test_fold_limit(demo: Store) -> None:

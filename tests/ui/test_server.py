@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.demo import demo_database
 from support.proc import PROXY
 from support.ui import request, ui_server
 
@@ -20,8 +21,7 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("ui-demo")
     d.chmod(0o700)
     db = d / "demo.sqlite"
-    subprocess.run([*PROXY, "demo", "--db", str(db)], check=True, capture_output=True)
-    return db
+    return demo_database(db)
 
 
 @pytest.fixture(scope="module")

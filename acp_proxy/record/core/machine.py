@@ -111,17 +111,23 @@ class Core:
         elif t == Type.LOST:
             self._lost(cap, rec)
 
-    def finish(self, ended_at: str, reason: str = "proxy_gone") -> None:
+    def finish(
+        self, ended_at: str, reason: str = "proxy_gone", noticed_ns: int | None = None
+    ) -> None:
         """The input ended: a capture its relay did not close is closed here (the relay
-        died), and every unfinished line becomes a frame flagged ``unterminated``."""
+        died), and every unfinished line becomes a frame flagged ``unterminated``.
+
+        ``noticed_ns`` is when the end was seen, on the relay's monotonic clock, the moment
+        ``ended_at`` names: a relay that died after a silence lived until about then, not
+        until its last record. Without it (a journal brought in later, when that moment says
+        nothing of the relay), the capture ends at its last record."""
         for cap in self._captures.values():
             if cap.closed:
                 continue
             for s in list(cap.streams):
                 self._flush(cap, s, cap.streams[s], ("unterminated",), cap.last_t)
-            cap.fields.update(
-                end_reason=reason, ended_at=ended_at, ended_ns=self._rel(cap, cap.last_t)
-            )
+            end = cap.last_t if noticed_ns is None else max(cap.last_t, noticed_ns)
+            cap.fields.update(end_reason=reason, ended_at=ended_at, ended_ns=self._rel(cap, end))
             cap.closed = True
             cap.touched = True
 

@@ -23,12 +23,10 @@ from acp_proxy import events
 from acp_proxy.errors import UpstreamError
 from acp_proxy.events import UNSET
 from acp_proxy.protocol.frames import Direction, Opcode
-from acp_proxy.record.link import stderr_warn
 from acp_proxy.relay.core.admission import Caller, upstream_target
 from acp_proxy.relay.http.body import EventStream, relay_body
 from acp_proxy.relay.http.connections import AcpConnection, stored_headers
 from acp_proxy.relay.http.upstreams import Reply
-from acp_proxy.text.safe import visible
 from acp_proxy.transports.headers import redact_url, without_params
 from acp_proxy.transports.http.common import ClientRequest, ClientTimeout
 from acp_proxy.transports.http.h2client import reason_of
@@ -79,10 +77,6 @@ class ClientConnection:
         self.upstreams.close()
 
 
-def _warn(message: str) -> None:
-    stderr_warn(visible(message))
-
-
 class Exchange:
     """One request: admitted, read whole, recorded, relayed; the answer relayed as it
     comes and recorded. :meth:`run` says whether the client connection may go on."""
@@ -126,9 +120,10 @@ class Exchange:
         """Answer the client ourselves (a refusal, an upstream that cannot be reached),
         recording the event ``make`` makes of it."""
         acp.tap.event(make(status=status, error=message, request=self.request_event(), **detail))
-        _warn(
+        self.front.refusals.refused(
+            status,
             f"{self.client.peer} {self.client.method.decode('latin-1')} "
-            f"{redact_url(self.target, keep_secrets=False)}: {message}; answered HTTP {status}"
+            f"{redact_url(self.target, keep_secrets=False)}: {message}; answered HTTP {status}",
         )
         body = f"acp-proxy: {message}\n".encode()
         headers = [(b"Content-Type", b"text/plain; charset=utf-8")]

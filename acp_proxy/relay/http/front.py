@@ -14,6 +14,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from acp_proxy.record.link import RecorderLink
+from acp_proxy.relay import RefusalLog
 from acp_proxy.relay.config import ServeConfig
 from acp_proxy.relay.core.capacity import Capacity
 from acp_proxy.relay.http.connections import AcpConnections
@@ -46,6 +47,7 @@ class Front:
         self.upstream_mode = config.upstream_http2
         self.upgrades: Upgrades | None = None
         self.sessions = Tasks()  # the client connections
+        self.refusals = RefusalLog()  # what it answered itself, on stderr
 
     def http2_upstream(self, prior_knowledge: bool) -> bool:
         """Whether a client connection's upstream leg speaks HTTP/2 (``--upstream-http2``:
@@ -75,3 +77,4 @@ class Front:
         if self.upgrades is not None:
             await self.upgrades.close(self.config.settle)
         self.acp.close_all()
+        self.refusals.close()

@@ -51,3 +51,4 @@ class Upgrades:
         signal, and wait (at most ``settle`` seconds) for their sessions to be recorded."""
         await self.hand_over.close(1001, settle)
         await self.front.tasks.settle(settle)
+        self.front.refusals.close()
