@@ -165,14 +165,14 @@ def test_a_large_captures_view_is_streamed_as_the_commands_stream_it(
 
 
 def test_search_counts_hits_up_to_a_bound(
-    demo: Store, db: Path, monkeypatch: pytest.MonkeyPatch
+    demo: Store, demo_copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import sqlite3 as sq
 
     from acp_proxy.store.index import catch_up
     from acp_proxy.ui import api
 
-    conn = sq.connect(db, isolation_level=None)
+    conn = sq.connect(demo_copy, isolation_level=None)
     catch_up(conn)
     conn.close()
     every = api.search_json(demo, "jsonrpc", limit=5)

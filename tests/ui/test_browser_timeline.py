@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.demo import demo_database
 from support.proc import PROXY, wait_recorded
 from support.ui import launch, playwright_sync_api, ui_server
 
@@ -27,9 +28,7 @@ expect = sync_api.expect
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("ui-timeline")
     d.chmod(0o700)
-    db = d / "demo.sqlite"
-    subprocess.run([*PROXY, "demo", "--db", str(db)], check=True, capture_output=True)
-    return db
+    return demo_database(d / "demo.sqlite")
 
 
 @pytest.fixture(scope="module")
