@@ -39,6 +39,7 @@ class Capture:
     name: str
     frames: Iterator[Pair]
     ending: Callable[[], CaptureEnd | None] = lambda: None
+    total: int | None = None  # how many frames, when known (for progress)
 
 
 def from_store(store: Store, refs: list[str], every: bool) -> Iterator[Capture]:
@@ -48,6 +49,7 @@ def from_store(store: Store, refs: list[str], every: bool) -> Iterator[Capture]:
             f"capture {c['id']} ({c['uid'][:12]})",
             ((f.frame, f.anomalies) for f in store.frames(c["id"])),
             functools.partial(_stored_ending, store, c),
+            c.get("message_count"),
         )
 
 

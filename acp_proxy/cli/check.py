@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from acp_proxy import __version__
-from acp_proxy.cli.common import CONTEXT, echo, open_store, paged
+from acp_proxy.cli.common import CONTEXT, Progress, echo, open_store, paged
 from acp_proxy.cli.options import db_option, output_options
 from acp_proxy.errors import UsageError
 from acp_proxy.text.safe import json_visible
@@ -196,7 +196,8 @@ def _check(
 
     results: list[Result] = []
     for cap in sources():
-        checker = Checker(**options).run(cap.frames, cap.ending)
+        with Progress(f"checking {cap.name}", cap.total) as progress:
+            checker = Checker(**options).run(progress.wrap(cap.frames), cap.ending)
         found = [f for f in checker.findings if side is None or f.side == side]
         results.append(Result(cap.name, checker.version, checker.frames, found))
     return results

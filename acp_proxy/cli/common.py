@@ -13,7 +13,7 @@ import contextlib
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -71,6 +71,21 @@ def echo(text: str | Styled = "", *, err: bool = False, nl: bool = True) -> None
         click.echo(paint(text, False), err=True, nl=nl)
         return
     click.echo(paint(text, _OUT.colour), nl=nl, file=_OUT.stream, color=_OUT.colour or None)
+
+
+def echo_lines(lines: Iterable[str | Styled], batch: int = 512) -> None:
+    """Many lines on stdout, each as :func:`echo` prints it, written ``batch`` lines at a
+    time: ``click.echo`` writes and flushes once per call, and a view of a large capture is
+    hundreds of thousands of lines (a system call each cost more than making them)."""
+    colour = _OUT.colour
+    held: list[str] = []
+    for line in lines:
+        held.append(paint(line, colour))
+        if len(held) >= batch:
+            click.echo("\n".join(held), file=_OUT.stream, color=colour or None)
+            held.clear()
+    if held:
+        click.echo("\n".join(held), file=_OUT.stream, color=colour or None)
 
 
 def _progress_after() -> float:

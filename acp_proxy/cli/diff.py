@@ -82,7 +82,8 @@ def diff(
     for x, y in session_pairs([m.value for m in ma], [m.value for m in mb]):
         mapper.add_session(x, y)
     # B in A's terms before summarising, so every lookup by session sees A's ids
-    mb = [dataclasses.replace(m, value=mapper.to_recorded(m.value)) for m in mb]
+    if not mapper.changes_nothing():
+        mb = [dataclasses.replace(m, value=mapper.to_recorded(m.value)) for m in mb]
     patterns = parse_ignore(ignore)
     ra = summarise_run(ma, ignore=patterns, detail=True)
     rb = summarise_run(mb, ignore=patterns, detail=True)

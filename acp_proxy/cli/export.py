@@ -287,12 +287,16 @@ def _jsonl(db: Path | None, capture: str | None, output: Path | None, frames_onl
     from acp_proxy.export.jsonl import write_export as write_jsonl_export
 
     source = resolve(capture, db_path(db))
+    c = source.capture
+    with Progress(f"exporting capture {c.get('id', '')}", c.get("message_count")) as bar:
+        if output is not None:
+            with open_private(output) as out:
+                n = write_jsonl_export(source, out, frames_only=frames_only, progress=bar.wrap)
+        else:
+            write_jsonl_export(source, sys.stdout.buffer, frames_only=frames_only,
+                               progress=bar.wrap)  # fmt: skip
     if output is not None:
-        with open_private(output) as out:
-            n = write_jsonl_export(source, out, frames_only=frames_only)
         echo(f"wrote {n} frames to {output}", err=True)
-    else:
-        write_jsonl_export(source, sys.stdout.buffer, frames_only=frames_only)
 
 
 def _private_stdout(output: Path | None) -> None:

@@ -19,6 +19,7 @@ from acp_proxy.cli.common import (
     CONTEXT,
     CaptureCommand,
     Int,
+    Progress,
     db_path,
     echo,
     paged,
@@ -33,7 +34,6 @@ from acp_proxy.cli.options import (
 from acp_proxy.errors import UsageError
 from acp_proxy.reading import EventItem, FrameItem, Item, OpenCapture, Timeline, open_capture
 from acp_proxy.reading import since_ns as since_offset
-from acp_proxy.store.reader import StoredFrame
 from acp_proxy.text.style import Styled
 
 __all__ = ["show"]
@@ -132,15 +132,17 @@ def show(
     keep = FrameFilter(**filters)
     match = Grep(grep, ignore_case) if grep is not None else None
 
-    def kept(f: StoredFrame) -> bool:
-        return keep(f) and (match is None or match(f)) and (expression is None or expression(f))
+    def kept(f: Any) -> bool:
+        return keep(f) and (expression is None or expression(f))
 
     timeline = Timeline(
         cap,
         from_seq=from_seq,
         at=at,
         since=None if since is None else since_offset(since, c["started_at"]),
-        keep=kept,
+        keep=kept if expression is not None else keep,
+        scan=None if match is None else match.raw,  # the bytes of every frame, read alone
+        progress=None if match is None else _scan_progress(c, at),
     )
     marks = timeline.check_marks() if with_check else {}
     filtering = any(v not in (None, False) for v in filters.values()) or expression is not None
@@ -164,6 +166,12 @@ def show(
     if shown == 0 and (filtering or match is not None):
         echo("acp-proxy: no frame matches (the events and stderr shown are not filtered)"
              if match is None else "acp-proxy: no frame matches", err=True)  # fmt: skip
+
+
+def _scan_progress(c: dict[str, Any], at: int | None) -> Progress:
+    """Progress of ``--grep`` through capture ``c`` (up to frame ``at``)."""
+    total = c.get("message_count") or 0
+    return Progress(f"searching capture {c['id']}", total if at is None else min(total, at + 1))
 
 
 def _show_view(

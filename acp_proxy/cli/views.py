@@ -23,14 +23,20 @@ from acp_proxy.cli.common import (
     colour_on,
     db_path,
     dump_json,
-    echo,
+    echo_lines,
     paged,
 )
 from acp_proxy.cli.options import db_option, json_option, output_options
 from acp_proxy.errors import UsageError
 from acp_proxy.protocol.frames import Frame
 from acp_proxy.reading import EndNotes, OpenCapture, open_capture, plain_frames, reconstruction
-from acp_proxy.reading.views import STREAMED, VIEWS, write_json_view
+from acp_proxy.reading.views import (
+    PARTS_OF,
+    STREAMED,
+    VIEWS,
+    view_reconstruction,
+    write_json_view,
+)
 from acp_proxy.reconstruct import Reconstruction
 from acp_proxy.text.views import diffs_lines, terminals_lines, tools_lines
 
@@ -70,9 +76,25 @@ def _print_json_view(cap: OpenCapture, view: str, at: int | None, session: str |
         write_json_view(cap, view, sys.stdout.buffer, at, session=session, progress=p)
 
 
-def _reconstruction(cap: OpenCapture, at: int | None, session: str | None = None) -> Reconstruction:
+def _reconstruction(
+    cap: OpenCapture, at: int | None, session: str | None = None, view: str | None = None
+) -> Reconstruction:
     progress = None if cap.is_file else _progress(cap.capture, at)
-    return reconstruction(cap, at, session=session, progress=progress)
+    parts = PARTS_OF.get(view or "")
+    return reconstruction(cap, at, session=session, progress=progress, parts=parts)
+
+
+def _view_reconstruction(
+    cap: OpenCapture, view: str, at: int | None, session: str | None = None
+) -> Reconstruction:
+    """What the text of ``view`` is made from: from the frames it needs alone where that
+    is exact (the cost of its ``--json``), else from every frame."""
+    if not cap.is_file and view in STREAMED:
+        with _progress(cap.capture, at) as p:
+            r = view_reconstruction(cap, view, at, session=session, progress=p)
+        if r is not None:
+            return r
+    return _reconstruction(cap, at, session, view)
 
 
 def at_option(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -100,10 +122,9 @@ def _view(name: str, doc: str, to_lines: Callable[..., Any]) -> click.Command:
             if as_json:
                 _print_json_view(cap, name, at, None)
                 return
-            r = _reconstruction(cap, at)
+            r = _view_reconstruction(cap, name, at)
             with paged(not no_pager):
-                for line in _lines(to_lines, r, cap.end_notes(at)):
-                    echo(line)
+                echo_lines(_lines(to_lines, r, cap.end_notes(at)))
 
     return command
 
@@ -140,7 +161,7 @@ def print_view(
         if as_json and view in STREAMED:
             _print_json_view(cap, view, at, session)
             return
-        r = _reconstruction(cap, at, session)
+        r = _view_reconstruction(cap, view, at, session)
         notes = cap.end_notes(at)
         if as_json:
             out = VIEWS[view](r)
@@ -149,8 +170,7 @@ def print_view(
                     t["cutShort"] = notes.reason if t["endedSeq"] is None else None
             dump_json(out)
             return
-        for line in _lines(text[view], r, notes):
-            echo(line)
+        echo_lines(_lines(text[view], r, notes))
 
 
 def _lines(to_lines: Callable[..., Any], r: Reconstruction, notes: EndNotes) -> Iterator[Any]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, Any, NamedTuple
 
 import orjson
@@ -118,16 +118,24 @@ def _data(data: bytes) -> dict[str, Any]:
         return {"base64": base64.b64encode(data).decode("ascii")}
 
 
-def write_export(source: Source, out: IO[bytes], *, frames_only: bool = False) -> int:
+def write_export(
+    source: Source,
+    out: IO[bytes],
+    *,
+    frames_only: bool = False,
+    progress: Callable[[Iterator[StoredFrame]], Iterator[StoredFrame]] | None = None,
+) -> int:
     """A whole capture as a ``jsonl`` export: metadata, frames, stderr, events (not with
-    ``frames_only``). Returns the number of frames written."""
+    ``frames_only``); ``progress`` wraps the frames as they are read. Returns the number
+    of frames written."""
 
     def line(obj: dict[str, Any]) -> None:
         out.write(json_visible_bytes(orjson.dumps(obj, default=str)) + b"\n")
 
     c = source.capture
     line(capture_object(c))
-    n = write_jsonl(source.frames(), c["uid"], out)
+    frames = source.frames()
+    n = write_jsonl(frames if progress is None else progress(frames), c["uid"], out)
     if frames_only:
         return n
     for t_ns, data in source.stderr():

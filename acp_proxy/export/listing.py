@@ -17,12 +17,22 @@ import itertools
 import os
 import tempfile
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, Protocol
 
 from acp_proxy import collector
 from acp_proxy.reconstruct.fold import Reconstruction
-from acp_proxy.reconstruct.stream import PARTS, SELECTIONS, Hints, NotStreamable, stream_view
+from acp_proxy.reconstruct.stream import (
+    PARTS,
+    SELECTIONS,
+    Hints,
+    NotStreamable,
+    Row,
+    Selection,
+    fold_selected,
+    stream_view,
+    text_selection,
+)
 from acp_proxy.reconstruct.views import change_json, terminal_json, tool_json
 from acp_proxy.store.refs import Source
 from acp_proxy.text.safe import json_bytes
@@ -31,6 +41,7 @@ __all__ = [
     "VIEWS",
     "Spool",
     "Ticker",
+    "fold_view",
     "item_bytes",
     "write_list",
     "write_view",
@@ -182,18 +193,47 @@ def _streamed(
         hints.tools = store.last_mentions(cid, "tool_call_id", upto_seq=at)
     elif view == "terminals":
         hints.terminals = store.last_mentions(cid, "terminal_id", upto_seq=at)
-    s = SELECTIONS[view]
-    methods = s.methods | s.answered
-    rows = store.view_frames(
-        cid, methods=methods, kinds=s.kinds, marked=s.marked, markers=s.markers, upto_seq=at
+    rows = _selected_rows(source, SELECTIONS[view], at)
+    return stream_view(view, rows, hints, session, _ticker(progress))
+
+
+def fold_view(
+    source: Source, view: str, at: int | None = None, progress: Ticker | None = None
+) -> Reconstruction:
+    """The part of the reconstruction ``view`` (``tools``, ``terminals``, ``diffs``) shows,
+    up to frame ``at``, folded from the frames its text needs alone
+    (:func:`~acp_proxy.reconstruct.stream.fold_selected`); raises
+    :class:`~acp_proxy.reconstruct.stream.NotStreamable` for a ``jsonl`` export and where
+    that choice is not exact (the caller folds every frame then)."""
+    if source.store is None:
+        raise NotStreamable("a jsonl export is folded whole")
+    rows = _selected_rows(source, text_selection(view), at)
+    with collector.paused():  # the fold makes no cycles
+        return fold_selected(view, rows, _ticker(progress or _Quiet()))
+
+
+def _selected_rows(source: Source, s: Selection, at: int | None) -> Iterator[Row]:
+    store = source.store
+    assert store is not None
+    return store.view_frames(
+        source.capture["id"],
+        methods=s.methods | s.answered,
+        kinds=s.kinds,
+        marked=s.marked,
+        markers=s.markers,
+        upto_seq=at,
     )
+
+
+def _ticker(progress: Ticker) -> Callable[[int], None]:
+    """``tick(seq)`` of a fold, told to ``progress`` as frames read."""
     reached = [-1]
 
     def tick(seq: int) -> None:
         progress.advance(seq - reached[0])
         reached[0] = seq
 
-    return stream_view(view, rows, hints, session, tick)
+    return tick
 
 
 def _folded(

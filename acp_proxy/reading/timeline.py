@@ -15,13 +15,14 @@ import heapq
 import re
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from acp_proxy.check.core.findings import Finding
 from acp_proxy.errors import UsageError
 from acp_proxy.reading.capture import OpenCapture
 from acp_proxy.store.numbers import INT64_MAX
-from acp_proxy.store.reader import StoredFrame
+from acp_proxy.store.reader import Store, StoredFrame
+from acp_proxy.store.scan import matching_seqs
 
 __all__ = ["EventItem", "FrameItem", "Item", "StderrItem", "Timeline", "since_ns"]
 
@@ -45,6 +46,15 @@ class StderrItem:
 
 
 Item = EventItem | FrameItem | StderrItem
+
+
+class ScanProgress(Protocol):
+    """Told how many frames a scan has read (the command line draws it on stderr)."""
+
+    def advance(self, n: int = 1) -> None: ...
+    def clear(self) -> None: ...
+
+
 _RANK = {EventItem: 0, FrameItem: 1, StderrItem: 2}  # at one instant: events, frames, stderr
 
 
@@ -62,9 +72,12 @@ class Timeline:
         at: int | None = None,
         since: int | None = None,
         keep: Callable[[StoredFrame], bool] | None = None,
+        scan: Callable[[bytes], bool] | None = None,
+        progress: ScanProgress | None = None,
     ) -> None:
         self.cap = cap
         self.from_seq, self.at, self.since, self.keep = from_seq, at, since, keep
+        self.scan, self.progress = scan, progress
         self.ended = cap.ended
         self.first_t, self.last_t = self._bounds()
 
@@ -72,9 +85,30 @@ class Timeline:
         """The frames in the window that ``keep`` keeps, from a cursor; once the capture has
         ended, a request nothing answered is flagged ``unanswered``."""
         after = -1 if self.from_seq is None else self.from_seq - 1
-        found = self.cap.store.frames(self.cap.id, after_seq=after, upto_seq=self.at,
-                                      from_t_ns=self.since, ended=self.ended)  # fmt: skip
+        if self.scan is not None and isinstance(self.cap.store, Store):
+            found = self._scanned(self.cap.store, after)
+        else:
+            found = self.cap.store.frames(self.cap.id, after_seq=after, upto_seq=self.at,
+                                          from_t_ns=self.since, ended=self.ended)  # fmt: skip
+            if self.scan is not None:  # a jsonl export: its frames are in memory already
+                scan = self.scan
+                found = (f for f in found if scan(f.raw))
         return found if self.keep is None else (f for f in found if self.keep(f))
+
+    def _scanned(self, store: Store, after: int) -> Iterator[StoredFrame]:
+        """The frames whose exact bytes pass ``scan``: the bytes alone are read and tested,
+        the frames that pass read whole (most frames of a large capture fail a ``--grep``)."""
+        assert self.scan is not None
+        cid, progress = self.cap.id, self.progress
+        hits = matching_seqs(store.conn, cid, self.scan, after_seq=after, upto_seq=self.at,
+                             from_t_ns=self.since,
+                             advance=None if progress is None else progress.advance)  # fmt: skip
+        for seqs in hits:
+            if progress is not None:
+                progress.clear()  # the frames found are printed: no line half drawn over them
+            yield from store.frames_at(cid, seqs, ended=self.ended)
+        if progress is not None:
+            progress.clear()
 
     def items(
         self, frames: Iterable[StoredFrame] = (), *, events: bool = True, stderr: bool = True

@@ -13,21 +13,28 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import IO, Any, Protocol, TypeVar
 
+import orjson
+
+from acp_proxy import collector
 from acp_proxy.errors import UsageError
-from acp_proxy.protocol.frames import Frame
+from acp_proxy.protocol.frames import Direction, Frame, Opcode
 from acp_proxy.reading.capture import OpenCapture
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct import views as rviews
+from acp_proxy.reconstruct.updates import CHUNKS, SESSIONS
+from acp_proxy.store.scan import CHUNK, COUNTED, fold_rows
 
 T = TypeVar("T")
 
 __all__ = [
+    "PARTS_OF",
     "STREAMED",
     "VIEWS",
     "ReadProgress",
     "export_text",
     "plain_frames",
     "reconstruction",
+    "view_reconstruction",
     "write_json_view",
 ]
 
@@ -70,10 +77,73 @@ def reconstruction(
     *,
     session: str | None = None,
     progress: ReadProgress | None = None,
+    parts: frozenset[str] | None = None,
 ) -> Reconstruction:
     """What the user saw of ``cap``: at its end, or after frame ``at``; of one session and
-    its children alone with ``session``."""
-    r = reconstruct(plain_frames(cap, at, progress), at=at)
+    its children alone with ``session``; with ``parts``, those parts alone
+    (:data:`PARTS_OF`): what they do not keep is not read whole."""
+    if parts is None or cap.is_file:
+        r = reconstruct(plain_frames(cap, at, progress), at=at)
+    else:
+        r = _fold_parts(cap, parts, at, progress)
+    if session is not None:
+        r.only_session(session)
+    return r
+
+
+PARTS_OF = {"turns": frozenset({SESSIONS}), "permissions": frozenset({SESSIONS})}
+"""The parts of a reconstruction a view reads (the others read all of it)."""
+
+
+def _fold_parts(
+    cap: OpenCapture, parts: frozenset[str], at: int | None, progress: ReadProgress | None
+) -> Reconstruction:
+    """The fold of ``parts`` from the database: the updates it only counts are counted from
+    the fields the recorder derived, their bytes left unread."""
+    store = cap.source.store
+    assert store is not None
+    r = Reconstruction(parts)
+    feed, count, chunk, loads = r.feed, r.feed_counted, r.feed_chunk, orjson.loads
+    tick = progress.advance if progress is not None else None
+    rows = fold_rows(store.conn, cap.id, counted=r.counted, chunks=CHUNKS, upto_seq=at)
+    directions = {d.value: d for d in Direction}
+    opcodes: dict[str | None, Opcode | None] = {None: None, **{o.value: o for o in Opcode}}
+    with collector.paused():  # the fold makes no cycles
+        for n, (how, seq, d, t_ns, raw, terminated, opcode, sid, kind) in enumerate(rows, 1):
+            if how == COUNTED:
+                count(seq, t_ns, sid or "", kind)
+            elif how == CHUNK:
+                assert raw is not None
+                chunk(seq, t_ns, sid or "", kind, loads(raw)["params"]["update"])
+            else:
+                assert raw is not None
+                feed(Frame(seq, directions[d], t_ns, raw, bool(terminated), opcodes.get(opcode)))
+            if tick is not None and not n & 4095:
+                tick(4096)
+    return r
+
+
+def view_reconstruction(
+    cap: OpenCapture,
+    view: str,
+    at: int | None = None,
+    *,
+    session: str | None = None,
+    progress: ReadProgress | None = None,
+) -> Reconstruction | None:
+    """What the text of ``view`` (one of :data:`STREAMED`) is made from, folded from the
+    frames that view needs alone (a few of a large capture), as its JSON is; None where
+    that choice would not be exact, or for a ``jsonl`` export: fold every frame then
+    (:func:`reconstruction`)."""
+    from acp_proxy.export.listing import fold_view
+    from acp_proxy.reconstruct.stream import NotStreamable
+
+    if cap.is_file or view not in STREAMED:
+        return None
+    try:
+        r = fold_view(cap.source, view, at, progress)
+    except NotStreamable:
+        return None
     if session is not None:
         r.only_session(session)
     return r

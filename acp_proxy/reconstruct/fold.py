@@ -86,6 +86,22 @@ class Reconstruction(Fold):
         for m in self._pairer.messages(frame):
             self.take(m)
 
+    def feed_counted(self, seq: int, t_ns: int, sid: str, kind: str) -> None:
+        """Fold frame ``seq``, a ``session/update`` notification of one of the
+        :attr:`counted` kinds, from what the recorder derived of it alone (its session id,
+        ``""`` when not text, and its kind): as :meth:`feed` would fold its bytes."""
+        self.frames += 1
+        self.last_seq = seq
+        self.count_update(sid, kind, seq, t_ns)
+
+    def feed_chunk(self, seq: int, t_ns: int, sid: str, kind: str, update: dict[str, Any]) -> None:
+        """Fold frame ``seq``, a ``session/update`` notification of one of the
+        :data:`~acp_proxy.reconstruct.updates.CHUNKS` kinds, from its ``params.update`` and
+        what the recorder derived of it: as :meth:`feed` would fold its bytes."""
+        self.frames += 1
+        self.last_seq = seq
+        self.chunk_update(sid, kind, update, seq, t_ns)
+
     def take(self, m: RpcMessage) -> None:
         """Fold one message (its response already paired with its request)."""
         if m.kind in ("request", "notification"):

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp_proxy.protocol.envelopes import MCP_METHODS
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.reconstruct.filestate import FileChange
 from acp_proxy.reconstruct.fold import TERMINAL_ANSWERS, Reconstruction
@@ -49,7 +50,9 @@ __all__ = [
     "NotStreamable",
     "Row",
     "Selection",
+    "fold_selected",
     "stream_view",
+    "text_selection",
 ]
 
 # seq, how, t_ns, raw, request_seq (on a response); ``how`` is 0 (client to agent), 1 (agent
@@ -145,6 +148,41 @@ def stream_view(
         if tick is not None and n % _TICK == 0:
             tick(seq)
     yield from fold.finish()
+
+
+def text_selection(view: str) -> Selection:
+    """The frames the text of ``view`` needs: its JSON's, and for ``tools`` the MCP calls
+    carried over ACP too (the text lists them after the tool calls)."""
+    s = SELECTIONS[view]
+    if view != "tools":
+        return s
+    return Selection(
+        s.methods | MCP_METHODS, s.answered | MCP_METHODS, s.kinds, s.marked, s.markers
+    )
+
+
+def fold_selected(
+    view: str, rows: Iterable[Row], tick: Callable[[int], None] | None = None
+) -> Reconstruction:
+    """The part of a reconstruction ``view`` shows, folded from the frames
+    :func:`text_selection` chose (``rows``, in ``seq`` order) and kept whole: what the text
+    of the view is made from, for the cost of its JSON. ``tick`` is given the ``seq``
+    reached, now and then. Raises :class:`NotStreamable` where the choice is not exact."""
+    r = Reconstruction(frozenset({PARTS[view]}), timelines=False)
+    pairs = StoredPairs(text_selection(view).answered)
+    take, message = r.take, pairs.message
+    for n, (seq, how, t_ns, raw, request_seq) in enumerate(rows, 1):
+        if how == _ODD:
+            raise NotStreamable(f"frame {seq} is a batch or was not classified whole")
+        try:
+            m = message(seq, _HOW[how], t_ns, raw, request_seq)
+        except ValueError as e:
+            raise NotStreamable(str(e)) from e
+        if m is not None:
+            take(m)
+        if tick is not None and n % _TICK == 0:
+            tick(seq)
+    return r
 
 
 class _Streaming(Reconstruction):

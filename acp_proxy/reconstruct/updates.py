@@ -37,6 +37,7 @@ from acp_proxy.reconstruct.tools import (
 from acp_proxy.reconstruct.wire import RpcMessage
 
 __all__ = [
+    "CHUNKS",
     "EVERYTHING",
     "FILES",
     "OUTPUT_UPDATES",
@@ -74,6 +75,9 @@ Key = tuple[str, str]
 _TREE_UPDATES = frozenset(
     {"subagent_update", "session_message", "session_message_chunk", "replay_complete"}
 )
+_TERMINAL_KINDS = frozenset({"terminal_update", "terminal_output_chunk"})
+CHUNKS = frozenset({"agent_message_chunk", "agent_thought_chunk"})
+"""The updates :meth:`Fold.chunk_update` folds from their ``params.update`` alone."""
 _KNOWN_ELSEWHERE = _TREE_UPDATES | {"user_message_chunk", "user_message"}
 
 
@@ -106,6 +110,44 @@ class Fold:
         self._keep_tools = TOOLS in parts or self._keep_sessions  # turns list their tools
         self._keep_terminals = TERMINALS in parts
         self._keep_files = FILES in parts
+
+    @property
+    def counted(self) -> frozenset[str]:
+        """The ``session/update`` kinds this fold keeps nothing of but where they fall: a
+        reader may hand them to :meth:`count_update` unparsed (a terminal's output, unless
+        terminals are kept, is most of a large capture)."""
+        return _TERMINAL_KINDS if not self._keep_terminals else frozenset()
+
+    def count_update(self, sid: str, kind: str, seq: int, t_ns: int) -> None:
+        """A ``session/update`` of one of the :attr:`counted` kinds (``sid`` its
+        ``sessionId``, ``""`` when that is not text): what :meth:`_update` does with it."""
+        replay = self._replaying.get(sid)
+        turn = self._open.get(sid) if replay is None else None
+        if replay is not None:
+            replay.updates += 1
+        if turn is not None:
+            turn.updates += 1
+            if turn.first_output_seq is None and kind in OUTPUT_UPDATES:
+                turn.first_output_seq, turn.first_output_t_ns = seq, t_ns
+        if self._keep_sessions:
+            s = self.sessions.get(sid)
+            if s is None:
+                s = self.sessions[sid] = SessionState(sid, seq, t_ns)
+            if replay is not None:
+                s.history += 1
+
+    def chunk_update(
+        self, sid: str, kind: str, update: dict[str, Any], seq: int, t_ns: int
+    ) -> None:
+        """A ``session/update`` of one of the :data:`CHUNKS` kinds (``update`` its
+        ``params.update``, ``sid`` its ``sessionId`` or ``""``): what :meth:`_update` does
+        with it, without making it a message first (most of a long turn is these)."""
+        self.count_update(sid, kind, seq, t_ns)
+        if self._keep_sessions and sid not in self._replaying:
+            turn = self._open.get(sid)
+            if turn is not None:
+                role = "agent" if kind == "agent_message_chunk" else "thought"
+                turn.chunk(role, update.get("messageId"), update.get("content"))
 
     @property
     def v2(self) -> bool:

@@ -202,11 +202,9 @@ class Store:
         ended: bool = False,
         where: tuple[str, list[Any]] | None = None,
     ) -> Iterator[StoredFrame]:
-        """A capture's frames in order, from a cursor (never all in memory). With
-        ``ended`` (the capture is over), a request nothing answered is flagged
-        ``unanswered``: the one place that rule is applied. ``where``: a condition on the
-        ``messages`` columns with its parameters (a filter expression's,
-        :func:`acp_proxy.filters.sql_where`)."""
+        """A capture's frames in order, from a cursor (never all in memory). With ``ended``
+        (the capture is over), a request nothing answered is flagged ``unanswered`` (the one
+        place that rule is applied); ``where``: an SQL condition, its parameters."""
         columns = _FRAME_COLUMNS + (f", {_UNANSWERED}" if ended else "")
         sql = f"SELECT {columns} FROM messages WHERE capture_id = ? AND seq > ?"
         args: list[Any] = [capture_id, after_seq]
@@ -217,13 +215,28 @@ class Store:
             sql += " AND t_ns >= ?"
             args.append(from_t_ns)
         if where is not None:
-            sql += f" AND ({where[0]})"
-            args.extend(where[1])
+            sql, args = f"{sql} AND ({where[0]})", [*args, *where[1]]
         sql += " ORDER BY seq"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         for row in self.conn.execute(sql, args):
             yield _stored(row)
+
+    def frames_at(
+        self, capture_id: int, seqs: Sequence[int], *, ended: bool = False
+    ) -> list[StoredFrame]:
+        """The frames of ``capture_id`` numbered ``seqs`` (ascending), flagged as
+        :meth:`frames` flags them: the hits of a scan (:mod:`acp_proxy.store.scan`)."""
+        columns = _FRAME_COLUMNS + (f", {_UNANSWERED}" if ended else "")
+        found: list[StoredFrame] = []
+        for i in range(0, len(seqs), 500):
+            part = list(seqs[i : i + 500])
+            sql = (
+                f"SELECT {columns} FROM messages WHERE capture_id = ? AND seq IN ({_marks(part)})"
+                " ORDER BY seq"
+            )
+            found += (_stored(row) for row in self.conn.execute(sql, [capture_id, *part]))
+        return found
 
     def plain_frames(self, capture_id: int, *, upto_seq: int | None = None) -> Iterator[Frame]:
         """The frames alone, in ``seq`` order: what a fold needs, without the derived fields

@@ -120,8 +120,12 @@ class Grep:
     def text(self, text: str) -> bool:
         return self.rx.search(text) is not None
 
+    def raw(self, raw: bytes) -> bool:
+        """Whether a frame's exact bytes match (read as UTF-8, an invalid byte as U+FFFD)."""
+        return self.rx.search(raw.decode("utf-8", "replace")) is not None
+
     def __call__(self, f: StoredFrame) -> bool:
-        return self.text(f.raw.decode("utf-8", "replace"))
+        return self.raw(f.raw)
 
 
 def seq_width(last_seq: int) -> int:

@@ -153,3 +153,19 @@ def test_colour_never_lets_a_peer_string_through(hostile_db: Path, args: list[st
     assert OURS.search(out) or args in (["tools"], ["show", "--view", "turns"])
     assert raw_controls(OURS.sub(b"", out)) == []
     assert b"\\x1b" in out  # the hostile strings are shown, as escapes
+
+
+def test_many_lines_are_printed_as_echo_prints_each(capsys: pytest.CaptureFixture[str]) -> None:
+    # a view's text is written a batch of lines at a time: the same text as line by line,
+    # across batch boundaries, a peer's control characters escaped
+    from acp_proxy.cli.common import echo, echo_lines
+    from acp_proxy.text.style import Styled
+
+    lines: list[str | Styled] = [f"line {i}" for i in range(1300)]
+    lines += [Styled.of(("boom\x1b[31m", "error"), " tail"), "\x07bell"]
+    for line in lines:
+        echo(line)
+    one_by_one = capsys.readouterr().out
+    echo_lines(lines, batch=512)
+    assert capsys.readouterr().out == one_by_one
+    assert one_by_one.count("\n") == len(lines) and "\x1b" not in one_by_one

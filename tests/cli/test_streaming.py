@@ -68,7 +68,7 @@ def test_show_json_streamed_is_one_document(dbs: tuple[Path, Path]) -> None:
     assert doc["capture"]["message_count"] == BIG and doc["stderr"] == []
 
 
-def _stderr_on_pty(args: list[str], env: dict[str, str] | None = None) -> bytes:
+def _stderr_on_pty(args: list[str], env: dict[str, str] | None = None, status: int = 0) -> bytes:
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         [*PROXY, *args], stdout=subprocess.DEVNULL, stderr=slave, env={**os.environ, **(env or {})}
@@ -86,7 +86,7 @@ def _stderr_on_pty(args: list[str], env: dict[str, str] | None = None) -> bytes:
             break
         err += chunk
     os.close(master)
-    assert proc.wait(60) == 0
+    assert proc.wait(60) == status
     return err
 
 
@@ -104,6 +104,19 @@ def test_long_exports_and_views_show_progress_on_a_terminal(
         ["show", "--db", str(big), "--view", "turns"], {"ACP_PROXY_PROGRESS_AFTER": "0"}
     )
     assert b"reading capture 1: " in err
+    err = _stderr_on_pty(  # a --grep that matches nothing prints nothing for a long while
+        ["show", "--db", str(big), "--grep", "no such text"], {"ACP_PROXY_PROGRESS_AFTER": "0"}
+    )
+    assert b"searching capture 1: " in err and b"%)" in err
+    assert err.rstrip().endswith(b"no frame matches")  # the progress line was cleared
+    fast = {"ACP_PROXY_PROGRESS_AFTER": "0"}
+    err = _stderr_on_pty(["check", "--db", str(big)], fast, status=1)  # it finds things
+    assert b"checking capture 1 (" in err and b"%)" in err
+    err = _stderr_on_pty(
+        ["export", "--db", str(big), "--format", "jsonl", "-o", str(tmp_path / "e")], fast
+    )
+    assert b"exporting capture 1: " in err and b"%)" in err
+    assert err.rstrip().endswith(b"frames to " + str(tmp_path / "e").encode())
     quiet = subprocess.run(
         [*PROXY, "export", "--db", str(big), "--format", "jsonl", "-o", str(tmp_path / "j")],
         capture_output=True,

@@ -29,7 +29,6 @@ compares those. The values all this speaks in are :mod:`acp_proxy.replay.core.su
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +38,7 @@ from acp_proxy.protocol.jsonrpc import Kind
 from acp_proxy.replay.core.detail import add_details, compare_detail, compare_tool_detail
 from acp_proxy.replay.core.mapper import Mapper, child_announced
 from acp_proxy.replay.core.match import ReplayMessage, session_of
+from acp_proxy.replay.core.sequences import opcodes
 from acp_proxy.replay.core.summary import (
     Divergence,
     RunSummary,
@@ -338,8 +338,7 @@ def compare(recorded: RunSummary, replayed: RunSummary) -> list[Divergence]:
         if a is not recorded.setup and a.detail is not None and b.detail is not None:
             out.extend(compare_detail(a, b))
             out.extend(compare_tool_detail(a, b))
-        matcher = difflib.SequenceMatcher(a=a.events, b=b.events, autojunk=False)
-        for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        for op, i1, i2, j1, j2 in opcodes(a.events, b.events):
             if op != "equal":
                 at = f"messages {i1 + 1}–{i2}" if i2 > i1 + 1 else f"message {i1 + 1}"
                 if i2 == i1:

@@ -113,6 +113,9 @@ def add_details(
         assert t.detail is not None
         for item in [*t.detail.permissions, *t.detail.terminals]:
             item.pop("_seq", None)
+        t.detail.answer = "".join(t.detail.answer_parts)
+        t.detail.thought = "".join(t.detail.thought_parts)
+        t.detail.answer_parts, t.detail.thought_parts = [], []
 
 
 def _initialize(d: Detail, m: ReplayMessage, v: dict[str, Any], params: dict[str, Any]) -> None:
@@ -130,9 +133,9 @@ def _initialize(d: Detail, m: ReplayMessage, v: dict[str, Any], params: dict[str
 def _update(d: Detail, update: dict[str, Any], tools: dict[str, ToolSummary]) -> None:
     kind = update.get("sessionUpdate")
     if kind == "agent_message_chunk":
-        d.answer += _text_of(update.get("content"))
+        d.answer_parts.append(_text_of(update.get("content")))
     elif kind == "agent_thought_chunk":
-        d.thought += _text_of(update.get("content"))
+        d.thought_parts.append(_text_of(update.get("content")))
     elif kind in ("tool_call", "tool_call_update"):
         call = tools.get(str(update.get("toolCallId")))
         if call is not None:

@@ -70,6 +70,12 @@ class Mapper:
         pairs = [(rec, live) for rec, live in self.cwds if rec != live]
         return _rewrite(value, self.rec_to_live_sid, pairs)
 
+    def changes_nothing(self) -> bool:
+        """Whether every session and path maps to itself (two runs of one recording, or
+        runs that happened to use the same ids): values are then the same either way."""
+        same_ids = all(k == v for k, v in self.live_to_rec_sid.items())
+        return same_ids and all(rec == live for rec, live in self.cwds)
+
     def learn(self, live: Any, recorded: Any, *, top: bool = True) -> None:
         """Walk two matching values side by side and learn sessions and cwds from them."""
         if isinstance(live, dict) and isinstance(recorded, dict):

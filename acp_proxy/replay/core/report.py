@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from acp_proxy.replay.core.sequences import opcodes
 from acp_proxy.replay.core.summary import Divergence
 
 __all__ = ["diff_lines", "timing_lines", "word_diff"]
@@ -25,8 +26,7 @@ def word_diff(a: str, b: str) -> str:
     """``a`` → ``b`` word by word: removed words as ``[-…-]``, added ones as ``{+…+}``."""
     wa, wb = _WORDS.findall(a), _WORDS.findall(b)
     out: list[str] = []
-    matcher = difflib.SequenceMatcher(a=wa, b=wb, autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+    for op, i1, i2, j1, j2 in opcodes(wa, wb):
         if op == "equal":
             out.append("".join(wa[i1:i2]))
             continue

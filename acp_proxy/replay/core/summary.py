@@ -143,6 +143,10 @@ class Detail:
     initialize: dict[str, Any] = field(default_factory=dict)
     latency_ms: dict[str, list[float]] = field(default_factory=dict)  # method -> latencies
     first_output_ms: float | None = None
+    # the chunks of the answer and the thought while they are gathered: joined once at the
+    # end (adding each to a string copies all before it: a long answer took minutes)
+    answer_parts: list[str] = field(default_factory=list, repr=False, compare=False)
+    thought_parts: list[str] = field(default_factory=list, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {

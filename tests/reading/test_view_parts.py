@@ -1,0 +1,112 @@
+"""``show --view turns`` and ``permissions`` fold only the parts they show, count a
+terminal's updates from the fields the recorder derived without reading their bytes, and
+fold message chunks from their update alone
+(acp_proxy/reading/views.py ``PARTS_OF``): their JSON and text are those of the fold of every
+frame — for the bundled captures, at points along them and per session, and hostile ones."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support.messages import frame_bytes, frames_of, import_frames, initialize
+from support.paths import DATA, RECORDINGS
+
+from acp_proxy.export.load import import_file
+from acp_proxy.reading import open_capture, reconstruction
+from acp_proxy.reading.views import PARTS_OF, VIEWS
+from acp_proxy.reconstruct import Reconstruction
+from acp_proxy.text.style import plain
+from acp_proxy.text.views import permissions_lines, turns_lines
+
+CAPTURES = sorted(RECORDINGS.glob("*.jsonl")) + sorted((DATA / "reconstruct").glob("*.jsonl"))
+
+
+def _shown(view: str, r: Reconstruction) -> tuple[object, list[str]]:
+    lines = turns_lines(r) if view == "turns" else permissions_lines(r)
+    return VIEWS[view](r), [plain(line) for line in lines]
+
+
+def _assert_parts_fold_as_every_frame(db: Path, capture: str, ats: tuple[int | None, ...]) -> None:
+    with open_capture(db, capture) as cap:
+        whole = reconstruction(cap)
+        sessions = sorted(s for s in {*whole.sessions, *(t.session_id for t in whole.turns)} if s)
+        for view, parts in PARTS_OF.items():
+            for at in ats:
+                for session in (None, *sessions):
+                    got = reconstruction(cap, at, session=session, parts=parts)
+                    every = reconstruction(cap, at, session=session)
+                    assert _shown(view, got) == _shown(view, every), (view, at, session)
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+def test_turns_and_permissions_read_as_every_frame_folds(path: Path, tmp_path: Path) -> None:
+    db = tmp_path / "parts.sqlite"
+    [imported] = import_file(db, path)
+    ats = (None, *range(0, imported.frames, max(1, imported.frames // 6)))
+    _assert_parts_fold_as_every_frame(db, str(imported.capture_id), ats)
+
+
+def _update(sid: object, **u: object) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": u}}
+
+
+_SIDS = st.sampled_from(["s", "", 5, None, "other"])
+_TERMINAL_UPDATES = st.builds(
+    lambda sid, kind: _update(sid, sessionUpdate=kind, terminalId="t", data="aGk="),
+    _SIDS,
+    st.sampled_from(["terminal_output_chunk", "terminal_update"]),
+)
+_CHUNKS = st.builds(
+    lambda sid, kind, mid, text: _update(
+        sid, sessionUpdate=kind, messageId=mid, content={"type": "text", "text": text}
+    ),
+    _SIDS,
+    st.sampled_from(["agent_message_chunk", "agent_thought_chunk"]),
+    st.sampled_from(["m1", "m2", None]),
+    st.text(max_size=5),
+)
+_PROMPTS = st.builds(
+    lambda sid, n: {"jsonrpc": "2.0", "id": 900 + n, "method": "session/prompt",
+                    "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}},
+    _SIDS,
+    st.integers(0, 3),
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("hostile-parts")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.integers(1, 2),
+    st.lists(
+        st.one_of(
+            frame_bytes(),
+            st.one_of(_TERMINAL_UPDATES, _CHUNKS).map(
+                lambda m: (None, json.dumps(m).encode(), None)
+            ),
+            _PROMPTS.map(lambda m: ("c2a", json.dumps(m).encode(), None)),
+        ),
+        max_size=30,
+    ),
+    st.integers(0, 35),
+)
+def test_hostile_captures_read_as_every_frame_folds(
+    work: Path, version: int, items: list[tuple[object, bytes, object]], at: int
+) -> None:
+    from acp_proxy.protocol.frames import Direction
+
+    init = [(d, json.dumps(m).encode(), None) for d, m in initialize(version)]
+    agent, client = Direction.AGENT_TO_CLIENT, Direction.CLIENT_TO_AGENT
+    ours = {None: agent, "c2a": client}  # updates come from the agent, prompts from the client
+    items = [(ours.get(d, d), raw, op) for d, raw, op in items]  # type: ignore[call-overload]
+    frames = frames_of([*init, *items])  # type: ignore[list-item]
+    db = work / f"hostile-{len(list(work.iterdir()))}.sqlite"
+    cid = import_frames(db, frames, work)
+    _assert_parts_fold_as_every_frame(db, str(cid), (None, at))
