@@ -196,6 +196,10 @@ STREAMED = ("tools", "terminals", "diffs")
 """The views the commands write as they fold only the frames they need: served at any
 size."""
 
+PARTED = ("turns", "permissions")
+"""The views folded from the parts of a reconstruction they read, the updates they only
+count left unread (as ``show --view`` folds them): served at any size too."""
+
 
 def _frames_upto(store: Store, capture_id: int, at: int | None) -> int:
     row = store.conn.execute(
@@ -243,11 +247,12 @@ class Folds:
     def view(self, store: Store, capture_id: int, name: str, at: int | None = None) -> Any:
         """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now).
         ``tools``, ``terminals`` and ``diffs`` of a capture too large to fold here are
-        streamed as the commands stream them (only the frames the view needs are read)."""
+        streamed as the commands stream them (only the frames the view needs are read);
+        ``turns`` and ``permissions`` are folded from the parts they read."""
         to_json = VIEWS.get(name)
         if to_json is None:
             raise UsageError(f"no view {name!r} (choose from {', '.join(VIEWS)})")
-        if name in STREAMED and _frames_upto(store, capture_id, at) > FOLD_MAX:
+        if name in (*STREAMED, *PARTED) and _frames_upto(store, capture_id, at) > FOLD_MAX:
             return self.streamed(store, capture_id, name, at)
         check_foldable(store, capture_id, at)
         if at is not None:
@@ -257,11 +262,14 @@ class Folds:
             return to_json(self.current(store, capture_id))
 
     def streamed(self, store: Store, capture_id: int, name: str, at: int | None) -> Any:
-        """One of :data:`STREAMED`, written by the commands' streamed fold and read back;
-        the last one is kept (the page asks for it a page at a time)."""
+        """One of :data:`STREAMED`, written by the commands' streamed fold and read back,
+        or of :data:`PARTED`, folded from its parts; the last one is kept (the page asks for
+        it a page at a time)."""
         import io
 
         from acp_proxy.export.listing import write_view
+        from acp_proxy.reading.capture import OpenCapture
+        from acp_proxy.reading.views import PARTS_OF, reconstruction
         from acp_proxy.store.refs import Source
 
         last = _frames_upto(store, capture_id, at)
@@ -269,10 +277,14 @@ class Folds:
         with self.lock:
             if self._streamed is not None and self._streamed[0] == key:
                 return self._streamed[1]
-        out = io.BytesIO()
-        c = store.capture(str(capture_id))
-        write_view(Source(c, f"capture {capture_id}", store=store), name, out, at=at)
-        value = orjson.loads(out.getvalue())
+        source = Source(store.capture(str(capture_id)), f"capture {capture_id}", store=store)
+        if name in PARTED:
+            parts = reconstruction(OpenCapture(source), at, parts=PARTS_OF[name])
+            value = VIEWS[name](parts)
+        else:
+            out = io.BytesIO()
+            write_view(source, name, out, at=at)
+            value = orjson.loads(out.getvalue())
         with self.lock:
             self._streamed = (key, value)
         return value

@@ -317,7 +317,8 @@ async function showLog(body) {
 async function showView(body, name, item) {
   const cid = state.capture.id;
   if (name === "log") { await showLog(body); return; }
-  // tools, terminals and diffs come a page at a time (a large capture's are streamed)
+  // tools, terminals, diffs, turns and permissions come a page at a time (a large
+  // capture's are streamed, or folded from the parts they read)
   const paged = PAGED_VIEWS.includes(name) && item === undefined;
   const first = await get(`/api/captures/${cid}/view/${name}` + (paged ? `?limit=${VIEW_PAGE}` : ""));
   const data = paged ? first.items : first;
@@ -339,7 +340,7 @@ async function showView(body, name, item) {
   }
 }
 
-const PAGED_VIEWS = ["tools", "terminals", "diffs"];
+const PAGED_VIEWS = ["tools", "terminals", "diffs", "turns", "permissions"];
 const VIEW_PAGE = 200;
 
 function viewMore(body, name, cid, shown, total) {
