@@ -148,7 +148,9 @@ def test_stats_per_method_and_error_code(demo: Store) -> None:
     assert percentile(list(range(1, 101)), 90) == 90 and percentile([], 50) is None
 
 
-@pytest.mark.parametrize("view", ["tools", "terminals", "diffs", "turns", "permissions"])
+@pytest.mark.parametrize(
+    "view", ["tools", "terminals", "diffs", "turns", "permissions", "sessions"]
+)
 def test_a_large_captures_view_is_streamed_as_the_commands_stream_it(
     demo: Store, monkeypatch: pytest.MonkeyPatch, view: str
 ) -> None:
@@ -162,6 +164,26 @@ def test_a_large_captures_view_is_streamed_as_the_commands_stream_it(
     assert streamed == json.loads(json.dumps(folded)) and streamed
     page = api.page_of(streamed, 1, 1)
     assert page["items"] == streamed[1:2] and page["total"] == len(streamed)
+
+
+def test_a_large_captures_session_tree_keeps_its_subagents(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    from support.paths import TESTS
+    from support.proc import PROXY
+
+    from acp_proxy.ui import api
+
+    recording = TESTS / "data" / "replay" / "v2-two-children.jsonl"
+    subprocess.run([*PROXY, "import", "--db", str(db), str(recording)], check=True,
+                   capture_output=True)  # fmt: skip
+    store = Store(db, readonly=True)
+    folded = Folds().view(store, 1, "sessions")
+    assert any(s.get("parentSessionId") for s in folded)  # children under their parent
+    monkeypatch.setattr(api, "FOLD_MAX", 3)
+    assert Folds().view(store, 1, "sessions") == json.loads(json.dumps(folded))
 
 
 def test_search_counts_hits_up_to_a_bound(
