@@ -6,6 +6,7 @@
     ├── UsageError         2    the user's: an option, an argument, a file or a command
     │   │                       that cannot be used as given (a capture that does not
     │   │                       exist, a file that is not a jsonl export...)
+    │   ├── FilterError         a filter expression that cannot be read (its column)
     │   └── AgentSpawnError     the agent command cannot be started: 127 when it is
     │                           missing, 126 when it cannot be executed, as a shell says
     ├── PeerError          4    the peer's: the other end of a connection broke the
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 __all__ = [
     "AgentSpawnError",
+    "FilterError",
     "LocalError",
     "PeerError",
     "ProxyError",
@@ -81,3 +83,8 @@ class StoreError(LocalError):
 
 class SchemaError(StoreError):
     """The database has a schema we do not know (newer than this release, or damaged)."""
+
+
+class FilterError(UsageError):
+    """A filter expression (``--filter``, the inspector's filter box) that cannot be read:
+    the message names the column of the mistake."""

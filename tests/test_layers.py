@@ -31,6 +31,7 @@ LAYERS = {
     "protocol": 0,
     # pure folds over frames (and every subsystem's core/, at this layer)
     "reconstruct": 1,
+    "filters": 1,
     # storage, endpoints, recording, telemetry
     "store": 2,
     "transports": 2,
@@ -56,7 +57,7 @@ LAYERS = {
 CORE = "core"  # the name of a subsystem's sans-I/O subpackage
 CORE_LAYER = 1
 # Subsystems without I/O all through (the others keep theirs out of core/).
-PURE = frozenset({"collector", "errors", "events", "sgr", "protocol", "reconstruct"})
+PURE = frozenset({"collector", "errors", "events", "sgr", "protocol", "reconstruct", "filters"})
 IO_MODULES = {
     "asyncio",
     "sqlite3",

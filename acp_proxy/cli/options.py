@@ -143,6 +143,13 @@ def filter_options(fn: F) -> F:
                 help="Only session/update kinds matching, e.g. 'tool_call*'.",
             ),
             click.option("--anomalous", is_flag=True, help="Only frames with anomalies."),
+            click.option(
+                "--filter",
+                "filter",
+                metavar="EXPR",
+                help="Only frames passing this filter expression, e.g. "
+                "'method:session/* and not dir:a2c' (docs/ui.md, \"Filter expressions\").",
+            ),
         ]
     ):
         fn = opt(fn)

@@ -116,8 +116,9 @@ def show(
         acp-proxy show --view permissions --at 120
         acp-proxy show --method 'fs/*' --direction a2c
         acp-proxy show --grep 'Traceback|ENOENT' --since 2m
+        acp-proxy show --filter 'method:session/* and not dir:a2c'
     """
-    from acp_proxy.text.timeline import FrameFilter, Grep
+    from acp_proxy.text.timeline import Expression, FrameFilter, Grep
 
     if view != "frames":
         frames_only = {"wall": wall, "stderr": with_stderr, "grep": grep is not None}
@@ -126,20 +127,25 @@ def show(
         return
     cap = open_capture(db_path(db), capture)
     c = cap.capture
+    src = filters.pop("filter", None)
+    expression = Expression(src) if src else None
     keep = FrameFilter(**filters)
     match = Grep(grep, ignore_case) if grep is not None else None
+
+    def kept(f: Any) -> bool:
+        return keep(f) and (expression is None or expression(f))
 
     timeline = Timeline(
         cap,
         from_seq=from_seq,
         at=at,
         since=None if since is None else since_offset(since, c["started_at"]),
-        keep=keep,
+        keep=kept if expression is not None else keep,
         scan=None if match is None else match.raw,  # the bytes of every frame, read alone
         progress=None if match is None else _scan_progress(c, at),
     )
     marks = timeline.check_marks() if with_check else {}
-    filtering = any(v not in (None, False) for v in filters.values())
+    filtering = any(v not in (None, False) for v in filters.values()) or expression is not None
     show_stderr = with_stderr if with_stderr is not None else not filtering
     if as_json:
         from acp_proxy.cli.show_json import show_json

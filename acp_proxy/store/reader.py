@@ -200,10 +200,11 @@ class Store:
         limit: int | None = None,
         from_t_ns: int | None = None,
         ended: bool = False,
+        where: tuple[str, list[Any]] | None = None,
     ) -> Iterator[StoredFrame]:
-        """A capture's frames in order, from a cursor (never all in memory). With
-        ``ended`` (the capture is over), a request nothing answered is flagged
-        ``unanswered``: the one place that rule is applied."""
+        """A capture's frames in order, from a cursor (never all in memory). With ``ended``
+        (the capture is over), a request nothing answered is flagged ``unanswered`` (the one
+        place that rule is applied); ``where``: an SQL condition, its parameters."""
         columns = _FRAME_COLUMNS + (f", {_UNANSWERED}" if ended else "")
         sql = f"SELECT {columns} FROM messages WHERE capture_id = ? AND seq > ?"
         args: list[Any] = [capture_id, after_seq]
@@ -213,6 +214,8 @@ class Store:
         if from_t_ns is not None:
             sql += " AND t_ns >= ?"
             args.append(from_t_ns)
+        if where is not None:
+            sql, args = f"{sql} AND ({where[0]})", [*args, *where[1]]
         sql += " ORDER BY seq"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"

@@ -25,6 +25,7 @@ from acp_proxy.text.summary import summary
 
 __all__ = [
     "KIND_WIDTH",
+    "Expression",
     "FrameFilter",
     "Grep",
     "event_detail",
@@ -64,6 +65,40 @@ class FrameFilter:
         if self.update is not None and not fnmatchcase(f.update_kind or "", self.update):
             return False
         return not (self.anomalous and not f.anomalies)
+
+
+class Expression:
+    """``--filter EXPR``: a frame filter expression (:mod:`acp_proxy.filters`) decided on
+    stored frames; :attr:`where` is its SQL first cut for a query of ``messages``."""
+
+    def __init__(self, src: str) -> None:
+        from acp_proxy.filters import compile_filter, parse, sql_where
+
+        self.src = src
+        tree = parse(src)
+        self.test = compile_filter(tree)
+        self.where, self.args, self.exact = sql_where(tree)
+
+    def __call__(self, f: StoredFrame) -> bool:
+        return self.test(frame_fields(f))
+
+
+def frame_fields(f: StoredFrame) -> dict[str, Any]:
+    """A stored frame's fields by the names a filter expression reads
+    (:data:`acp_proxy.filters.FIELDS`)."""
+    return {
+        "method": f.method,
+        "direction": f.direction.value,
+        "kind": f.kind,
+        "session_id": f.session_id,
+        "update_kind": f.update_kind,
+        "msg_id": f.msg_id,
+        "tool_call_id": f.tool_call_id,
+        "terminal_id": f.terminal_id,
+        "error_code": f.error_code,
+        "anomalies": f.anomalies,
+        "raw": f.raw,
+    }
 
 
 class Grep:

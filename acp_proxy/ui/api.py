@@ -29,11 +29,11 @@ from acp_proxy.store.reader import Store, StoredFrame
 from acp_proxy.store.search import Cursor, search, terms
 from acp_proxy.text.captures import capture_row
 from acp_proxy.text.log import log_entries
-from acp_proxy.text.summary import summary
-from acp_proxy.text.timeline import FrameFilter
+from acp_proxy.ui.frames import PAGE, frame_row, frames_page
 
 __all__ = [
     "FOLD_MAX",
+    "PAGE",
     "VIEWS",
     "Folds",
     "capture_json",
@@ -48,10 +48,6 @@ __all__ = [
     "state_json",
 ]
 
-PAGE = 200
-"""Frames in one page of a timeline."""
-SCAN = 5000
-"""Frames looked at for one page when filters leave few."""
 FOLD_MAX = 100_000
 """The most frames the server folds for a reconstruction view, the state at a frame, or an
 export that needs the fold: past it the memory a fold takes (hundreds of MB for a million
@@ -114,6 +110,10 @@ def capture_json(store: Store, ref: str) -> dict[str, Any]:
         "SELECT MAX(seq) FROM messages WHERE capture_id = ?", [c["id"]]
     ).fetchone()[0]
     row["last_seq"] = -1 if last is None else last
+    end = store.conn.execute(
+        "SELECT t_ns FROM messages WHERE capture_id = ? AND seq = ?", [c["id"], last]
+    ).fetchone()
+    row["span_ms"] = _ms(end[0]) if end else 0.0  # the time axis of the waterfall
     tail = store.conn.execute(
         "SELECT t_ns, data FROM stderr WHERE capture_id = ? ORDER BY id DESC LIMIT 5", [c["id"]]
     ).fetchall()
@@ -148,86 +148,6 @@ def log_json(
     page = entries[offset : offset + max(1, min(limit, 5000))]
     end = offset + len(page)
     return {"entries": page, "total": len(entries), "next": end if end < len(entries) else None}
-
-
-def frame_row(f: StoredFrame) -> dict[str, Any]:
-    """One line of the timeline."""
-    return {
-        "seq": f.seq,
-        "t_ms": _ms(f.frame.t_ns),
-        "direction": f.direction.value,
-        "kind": f.kind,
-        "opcode": f.opcode_text,
-        "method": f.method,
-        "update": f.update_kind,
-        "msg_id": f.msg_id,
-        "session": f.session_id,
-        "tool_call": f.tool_call_id,
-        "terminal": f.terminal_id,
-        "summary": summary(f),
-        "latency_ms": _ms(f.latency_ns),
-        "request_seq": f.request_seq,
-        "anomalies": list(f.anomalies),
-        "size": f.size,
-    }
-
-
-def _seq_at_time(store: Store, capture_id: int, t_ns: int) -> int:
-    """The first seq at or after ``t_ns`` (frame times grow with seq: a binary search over
-    the (capture, seq) index rather than a scan of a large capture)."""
-    row = store.conn.execute(
-        "SELECT MAX(seq) FROM messages WHERE capture_id = ?", [capture_id]
-    ).fetchone()
-    lo, hi = 0, (row[0] if row[0] is not None else -1) + 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        t = store.conn.execute(
-            "SELECT t_ns FROM messages WHERE capture_id = ? AND seq = ?", [capture_id, mid]
-        ).fetchone()
-        if t is None or t[0] >= t_ns:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-def frames_page(
-    store: Store,
-    capture_id: int,
-    *,
-    after: int = -1,
-    limit: int = PAGE,
-    flt: FrameFilter | None = None,
-    from_ms: float | None = None,
-    to_ms: float | None = None,
-) -> dict[str, Any]:
-    """Up to ``limit`` frames after seq ``after`` that pass the filters. At most
-    :data:`SCAN` frames are looked at: ``next`` says where to go on, ``done`` whether the
-    end of what is recorded was reached."""
-    limit = max(1, min(int(limit), 1000))
-    if from_ms is not None:
-        after = max(after, _seq_at_time(store, capture_id, int(from_ms * 1e6)) - 1)
-    to_ns = None if to_ms is None else int(to_ms * 1e6)
-    out: list[dict[str, Any]] = []
-    cursor, scanned, done = after, 0, False
-    while len(out) < limit and not done:
-        chunk = list(store.frames(capture_id, after_seq=cursor, limit=1000))
-        if not chunk:
-            done = True
-            break
-        for f in chunk:
-            cursor = f.seq
-            scanned += 1
-            if to_ns is not None and f.frame.t_ns > to_ns:
-                done = True
-                break
-            if flt is None or flt(f):
-                out.append(frame_row(f))
-                if len(out) >= limit:
-                    break
-        if scanned >= SCAN:
-            break
-    return {"frames": out, "next": cursor, "done": done, "scanned": scanned}
 
 
 def _partner(store: Store, f: StoredFrame) -> dict[str, Any] | None:
@@ -272,6 +192,31 @@ def frame_detail(store: Store, capture_id: int, seq: int) -> dict[str, Any]:
     return row
 
 
+STREAMED = ("tools", "terminals", "diffs")
+"""The views the commands write as they fold only the frames they need: served at any
+size."""
+
+PARTED = ("turns", "permissions", "sessions")
+"""The views folded from the sessions part of a reconstruction alone, the updates they only
+count left unread (as ``show --view turns`` folds them): served at any size too."""
+
+
+def _frames_upto(store: Store, capture_id: int, at: int | None) -> int:
+    row = store.conn.execute(
+        "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE capture_id = ?", [capture_id]
+    ).fetchone()
+    return int(row[0] + 1 if at is None else min(row[0], at) + 1)
+
+
+def page_of(items: Any, offset: int, limit: int) -> dict[str, Any]:
+    """``items[offset:offset + limit]`` with how many there are in all: a view shown a
+    page at a time."""
+    if not isinstance(items, list):
+        raise UsageError("this view is not a list: ask for it without limit")
+    offset = max(0, offset)
+    return {"items": items[offset : offset + max(1, limit)], "total": len(items), "offset": offset}
+
+
 def check_foldable(
     store: Store, capture_id: int, at: int | None = None, limit: int | None = None
 ) -> None:
@@ -297,18 +242,53 @@ class Folds:
         self.keep = keep
         self.lock = threading.Lock()
         self._folds: OrderedDict[int, tuple[Reconstruction, int]] = OrderedDict()
+        self._streamed: tuple[tuple[Any, ...], Any] | None = None
 
     def view(self, store: Store, capture_id: int, name: str, at: int | None = None) -> Any:
-        """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now)."""
+        """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now).
+        ``tools``, ``terminals`` and ``diffs`` of a capture too large to fold here are
+        streamed as the commands stream them (only the frames the view needs are read);
+        ``turns``, ``permissions`` and ``sessions`` are folded from the sessions part."""
         to_json = VIEWS.get(name)
         if to_json is None:
             raise UsageError(f"no view {name!r} (choose from {', '.join(VIEWS)})")
+        if name in (*STREAMED, *PARTED) and _frames_upto(store, capture_id, at) > FOLD_MAX:
+            return self.streamed(store, capture_id, name, at)
         check_foldable(store, capture_id, at)
         if at is not None:
             frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
             return to_json(reconstruct(frames, at=at))
         with self.lock:
             return to_json(self.current(store, capture_id))
+
+    def streamed(self, store: Store, capture_id: int, name: str, at: int | None) -> Any:
+        """One of :data:`STREAMED`, written by the commands' streamed fold and read back,
+        or of :data:`PARTED`, folded from its parts; the last one is kept (the page asks for
+        it a page at a time)."""
+        import io
+
+        from acp_proxy.export.listing import write_view
+        from acp_proxy.reading.capture import OpenCapture
+        from acp_proxy.reading.views import reconstruction
+        from acp_proxy.reconstruct.updates import SESSIONS
+        from acp_proxy.store.refs import Source
+
+        last = _frames_upto(store, capture_id, at)
+        key = (capture_id, name, at, last)
+        with self.lock:
+            if self._streamed is not None and self._streamed[0] == key:
+                return self._streamed[1]
+        source = Source(store.capture(str(capture_id)), f"capture {capture_id}", store=store)
+        if name in PARTED:
+            parts = reconstruction(OpenCapture(source), at, parts=frozenset({SESSIONS}))
+            value = VIEWS[name](parts)
+        else:
+            out = io.BytesIO()
+            write_view(source, name, out, at=at)
+            value = orjson.loads(out.getvalue())
+        with self.lock:
+            self._streamed = (key, value)
+        return value
 
     def current(self, store: Store, capture_id: int) -> Reconstruction:
         """The reconstruction of everything recorded so far (call with :attr:`lock` held)."""
@@ -327,30 +307,18 @@ class Folds:
 
 
 def state_json(store: Store, capture_id: int, at: int) -> dict[str, Any]:
-    """The reconstructed state after frame ``at``: what the user had seen by then."""
+    """The reconstructed state after frame ``at``: what the user had seen by then, as the
+    views of the capture's tabs show it."""
     check_foldable(store, capture_id, at)
     frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
     r = reconstruct(frames, at=at)
-    tools = rviews.tools_json(r)
     return {
         "at": at,
-        "turns": [
-            {k: t[k] for k in ("index", "prompt", "agentText", "stopReason", "seq")}
-            for t in rviews.turns_json(r)
-        ],
-        "tools": [{k: t[k] for k in ("toolCallId", "title", "status", "firstSeq")} for t in tools],
-        "terminals": [
-            {"terminalId": t["terminalId"], "screen": t["screen"], "exitStatus": t["exitStatus"]}
-            for t in rviews.terminals_json(r)
-        ],
-        "files": [
-            {"path": h["path"], "exists": h["exists"], "versions": len(h["versions"])}
-            for h in rviews.files_json(r)
-        ],
-        "sessions": [
-            {k: s[k] for k in ("sessionId", "mode", "plan", "state")}
-            for s in rviews.sessions_json(r)
-        ],
+        "turns": rviews.turns_json(r),
+        "tools": rviews.tools_json(r),
+        "terminals": rviews.terminals_json(r),
+        "files": rviews.files_json(r),
+        "sessions": rviews.sessions_json(r),
     }
 
 
@@ -371,9 +339,18 @@ def search_json(
         limit=max(1, min(limit, 500)),
         after=Cursor.parse(before),
     )
-    return {
+    out: dict[str, Any] = {
         "query": query,
         "terms": terms(query),
         "hits": [h.as_json() for h in hits],
         "next": hits.next.token() if hits.next is not None else None,
     }
+    if before is None:  # the first page says how many there are, up to COUNT_MAX
+        counted = search(store.conn, query, capture_id=capture_id, limit=COUNT_MAX)
+        out["count"] = len(counted)
+        out["at_least"] = counted.next is not None
+    return out
+
+
+COUNT_MAX = 1000
+"""Search hits counted at most: past it the count says "at least"."""

@@ -25,11 +25,12 @@ from acp_proxy.export.html import CSP as EXPORT_CSP
 from acp_proxy.store.index import indexed_upto, pending
 from acp_proxy.store.numbers import INT64_MAX, parse_int
 from acp_proxy.store.reader import Store
-from acp_proxy.text.timeline import FrameFilter
+from acp_proxy.text.timeline import Expression, FrameFilter
 from acp_proxy.ui import api
 from acp_proxy.ui.admission import NotAdmitted, admit
 from acp_proxy.ui.bounded import BoundedHandler
 from acp_proxy.ui.state import UiServer
+from acp_proxy.ui.stats import stats_json
 
 __all__ = ["CSP", "POLL_S", "Handler"]
 
@@ -180,6 +181,10 @@ class Handler(BoundedHandler):
         with self._store() as store:
             if parts == ["captures"]:
                 self._json(api.captures_json(store))
+            elif parts == ["filter-keys"]:
+                from acp_proxy.filters import KEYS
+
+                self._json(KEYS)
             elif parts == ["search"]:
                 self._search(store, q)
             elif len(parts) >= 2 and parts[0] == "captures":
@@ -216,6 +221,7 @@ class Handler(BoundedHandler):
                 anomalous=q.get("anomalous") in ("1", "true", "on"),
             )
             after = _int(q, "after")
+            src = q.get("filter", "").strip()
             self._json(
                 api.frames_page(
                     store,
@@ -223,6 +229,7 @@ class Handler(BoundedHandler):
                     after=-1 if after is None else after,
                     limit=_int(q, "limit") or api.PAGE,
                     flt=flt,
+                    expr=Expression(src) if src else None,
                     from_ms=_ms(q, "from_ms"),
                     to_ms=_ms(q, "to_ms"),
                 )
@@ -236,6 +243,8 @@ class Handler(BoundedHandler):
             if offset is not None and offset < 0:
                 raise UsageError("offset takes a number of zero or more")
             self._json(api.log_json(store, cid, offset or 0, _int(q, "limit") or api.LOG_PAGE))
+        elif rest == ["stats"]:
+            self._json(stats_json(store, cid))
         elif rest == ["state"]:
             at = _int(q, "at")
             if at is None or at < 0:
@@ -245,7 +254,11 @@ class Handler(BoundedHandler):
             at = _int(q, "at")
             if at is not None and at < 0:
                 raise UsageError("at takes a frame number (seq) of zero or more")
-            self._json(self.server.state.folds.view(store, cid, rest[1], at))
+            value = self.server.state.folds.view(store, cid, rest[1], at)
+            limit = _int(q, "limit")
+            if limit is not None:
+                value = api.page_of(value, _int(q, "offset") or 0, limit)
+            self._json(value)
         elif len(rest) == 2 and rest[0] == "export":
             self._export(store, c, rest[1], q)
         else:

@@ -93,3 +93,18 @@ def test_tail_n_takes_zero_or_more(demo_db: Path) -> None:
     assert r.returncode == 2 and "--lines takes a number of 0 or more" in r.stderr
     r = cli("tail", "-n", "0", "--db", str(demo_db))
     assert r.returncode == 0 and r.stdout == ""
+
+
+def test_show_and_tail_take_a_filter_expression(demo_db: Path) -> None:
+    """``--filter`` is the inspector's filter language; a mistake is exit 2 with its column."""
+    expr = "method:session/* and not kind:notification"
+    shown = cli("show", "--db", str(demo_db), "--json", "--filter", expr)
+    assert shown.returncode == 0, shown.stderr
+    frames = json.loads(shown.stdout)["frames"]
+    assert frames and all(f["method"].startswith("session/") for f in frames), frames[:3]
+    assert {f["kind"] for f in frames} <= {"request", "response"}
+    tailed = cli("tail", "-n", "100", "--db", str(demo_db), "--filter", "dir:a2c error:any")
+    assert tailed.returncode == 0
+    assert all("←" in x for x in tailed.stdout.splitlines())
+    bad = cli("show", "--db", str(demo_db), "--filter", "method:x and (kind:request")
+    assert bad.returncode == 2 and "column 14" in bad.stderr, bad.stderr

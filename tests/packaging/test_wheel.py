@@ -151,7 +151,7 @@ def test_the_installed_wheel_serves_the_inspector_and_its_static_files(built: Bu
         status, _, page = request(url, "/")
         assert status == 200 and page == (static / "index.html").read_bytes()
         assets = re.findall(rb'(?:href|src)="(/static/[^"]+)"', page)
-        assert len(assets) == 3
+        assert len(assets) == 5  # the stylesheet, the icon and three scripts
         for path in assets:
             status, _, body = request(url, path.decode())
             assert status == 200, path

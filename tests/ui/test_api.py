@@ -108,3 +108,99 @@ def test_any_frame_has_a_detail(tmp_path: Path, raw: bytes, opcode: str | None) 
         store.close()
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def test_a_filter_expression_pages_what_it_keeps(demo: Store) -> None:
+    from acp_proxy.text.timeline import Expression
+
+    page = frames_page(demo, 1, expr=Expression("kind:request dir:c2a method:session/*"))
+    rows = page["frames"]
+    assert rows and page["done"]
+    assert all(r["kind"] == "request" and r["direction"] == "c2a" for r in rows)
+    assert {r["method"] for r in rows} >= {"session/new", "session/prompt"}
+    # text is decided in Python, within the scan bound
+    said = frames_page(demo, 1, expr=Expression('dir:a2c "end_turn"'))["frames"]
+    assert said and all("end_turn" in r["summary"] for r in said)
+
+
+def test_a_request_row_says_when_its_answer_came(demo: Store) -> None:
+    rows = {r["seq"]: r for r in frames_page(demo, 1, limit=1000)["frames"]}
+    answers = [r for r in rows.values() if r["request_seq"] is not None]
+    assert answers
+    for a in answers:
+        req = rows[a["request_seq"]]
+        assert req["answer_seq"] == a["seq"] and req["end_ms"] == a["t_ms"]
+
+
+def test_stats_per_method_and_error_code(demo: Store) -> None:
+    from acp_proxy.ui.stats import percentile, stats_json
+
+    s = stats_json(demo, 1)
+    by = {(m["method"], m["direction"]): m for m in s["methods"]}
+    prompt = by[("session/prompt", "c2a")]
+    assert prompt["requests"] == prompt["answered"] >= 1
+    assert prompt["p50_ms"] is not None and prompt["p50_ms"] <= prompt["p99_ms"] <= prompt["max_ms"]
+    asked = demo.conn.execute(
+        "SELECT COUNT(*) FROM messages WHERE capture_id = 1 AND kind = 'request'"
+    ).fetchone()[0]
+    assert sum(m["requests"] for m in s["methods"]) == asked
+    assert percentile([1, 2, 3, 4], 50) == 2 and percentile([5], 99) == 5
+    assert percentile(list(range(1, 101)), 90) == 90 and percentile([], 50) is None
+
+
+@pytest.mark.parametrize(
+    "view", ["tools", "terminals", "diffs", "turns", "permissions", "sessions"]
+)
+def test_a_large_captures_view_is_streamed_as_the_commands_stream_it(
+    demo: Store, monkeypatch: pytest.MonkeyPatch, view: str
+) -> None:
+    from acp_proxy.ui import api
+
+    folded = Folds().view(demo, 1, view)
+    monkeypatch.setattr(api, "FOLD_MAX", 10)  # the demo is now "too large to fold here"
+    with pytest.raises(UsageError, match="too large to fold"):
+        Folds().view(demo, 1, "files")  # a view that needs the whole fold still says so
+    streamed = Folds().view(demo, 1, view)
+    assert streamed == json.loads(json.dumps(folded)) and streamed
+    page = api.page_of(streamed, 1, 1)
+    assert page["items"] == streamed[1:2] and page["total"] == len(streamed)
+
+
+def test_a_large_captures_session_tree_keeps_its_subagents(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import subprocess
+
+    from support.paths import TESTS
+    from support.proc import PROXY
+
+    from acp_proxy.ui import api
+
+    recording = TESTS / "data" / "replay" / "v2-two-children.jsonl"
+    subprocess.run([*PROXY, "import", "--db", str(db), str(recording)], check=True,
+                   capture_output=True)  # fmt: skip
+    store = Store(db, readonly=True)
+    folded = Folds().view(store, 1, "sessions")
+    assert any(s.get("parentSessionId") for s in folded)  # children under their parent
+    monkeypatch.setattr(api, "FOLD_MAX", 3)
+    assert Folds().view(store, 1, "sessions") == json.loads(json.dumps(folded))
+
+
+def test_search_counts_hits_up_to_a_bound(
+    demo: Store, demo_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3 as sq
+
+    from acp_proxy.store.index import catch_up
+    from acp_proxy.ui import api
+
+    conn = sq.connect(demo_copy, isolation_level=None)
+    catch_up(conn)
+    conn.close()
+    every = api.search_json(demo, "jsonrpc", limit=5)
+    assert len(every["hits"]) == 5 and every["next"] is not None
+    assert every["count"] >= 40 and not every["at_least"]  # every frame, counted
+    monkeypatch.setattr(api, "COUNT_MAX", 10)
+    bounded = api.search_json(demo, "jsonrpc", limit=5)
+    assert bounded["count"] == 10 and bounded["at_least"]
+    assert "count" not in api.search_json(demo, "jsonrpc", limit=5, before=every["next"])

@@ -64,7 +64,8 @@ def test_hostile_recording_runs_nothing_and_loads_nothing(served: str) -> None:
         page.goto(served)
         expect(page.locator("#captures tr")).to_have_count(1)
         expect(page.locator("#captures")).to_contain_text("editor</script>")
-        views = ["f", "turns", "tools", "permissions", "terminals", "diffs", "files", "sessions"]
+        views = ["f", "stats", "log", "turns", "tools", "permissions", "terminals", "diffs"]
+        views += ["files", "sessions"]
         for view in views:
             page.goto(served + f"#/c/1/{view}")
             page.wait_for_load_state("networkidle")
@@ -78,6 +79,15 @@ def test_hostile_recording_runs_nothing_and_loads_nothing(served: str) -> None:
         for i in range(rows.count()):
             rows.nth(i).click()
             expect(page.locator("#frame-detail")).to_contain_text(f"Frame #{i}")
+            if i % 4 == 0:  # the state after it, drawn as the tabs draw it
+                page.locator("#state-button").click()
+                expect(page.locator("#state-box h3").first).to_be_visible()
+        # a filter of peer text, kept in the address and read back from it
+        page.goto(served + "#/c/1/f?filter=" + "%22%3Cscript%3Ealert%22%20or%20%2F%3Cimg%2F")
+        page.reload()
+        expect(page.locator("#frames tr").first).to_be_visible()
+        page.keyboard.press("?")
+        expect(page.locator("#help")).to_be_visible()
         page.goto(served + "#/search/alert")
         expect(page.locator(".hit").first).to_be_visible()
         page.wait_for_load_state("networkidle")

@@ -4,9 +4,11 @@
 
 const TOKEN = new URLSearchParams(location.search).get("token");
 const app = document.getElementById("app");
-const VIEWS = ["timeline", "log", "turns", "tools", "permissions", "terminals", "diffs", "files", "sessions"];
-const state = { route: null, capture: null, frames: [], done: false, next: -1, filters: {},
-  selected: null, terms: [], view: null, viewTimer: null };
+const VIEWS = ["timeline", "stats", "log", "turns", "tools", "permissions", "terminals", "diffs", "files", "sessions"];
+const state = { route: null, capture: null, frames: [], done: false, next: -1, filter: "",
+  selected: null, terms: [], view: null, viewTimer: null, follow: true, sort: null,
+  lanes: Object.assign({ stderr: false, event: false }, JSON.parse(localStorage.getItem("acp-proxy-lanes") || "{}")),
+  notes: { cid: null, items: [], next: 0 } };
 
 // ---- helpers -------------------------------------------------------------------------
 
@@ -149,8 +151,19 @@ async function render() {
     else if (head === "c") {
       const t = tab === "f" || !tab ? "timeline" : tab;
       const same = state.route === "capture" && state.capture && String(state.capture.id) === cid && state.view === t;
+      const filter = (r.query.get("filter") || "").trim();
+      const refilter = filter !== state.filter;
       state.route = "capture";
-      if (same && t === "timeline") { await selectFrame(item === undefined ? null : Number(item)); return; }
+      state.filter = filter;
+      if (same && t === "timeline") {
+        if (refilter) {
+          const box = document.getElementById("filter");
+          if (box) box.value = filter;
+          await reloadFrames(null).catch(showFilterError);
+        }
+        await selectFrame(item === undefined ? null : Number(item));
+        return;
+      }
       await showCapture(cid, t, item);
     } else app.replaceChildren(el("p", {}, "No such page."));
   } catch (e) { fail(e); }
@@ -206,9 +219,10 @@ async function showSearch(q) {
   const count = el("p", { class: "muted", id: "hit-count" });
   const more = el("button", { type: "button" }, "More");
   let shown = res.hits.length;
+  const total = res.count, atLeast = res.at_least;
   const say = () => {
-    count.textContent = res.next ? `${shown} shown of more (frames, the agent's stderr, events), newest first.`
-      : `${shown} hit${shown === 1 ? "" : "s"} (frames, the agent's stderr, events), newest first.`;
+    const all = atLeast ? `at least ${total} hits` : `${total} hit${total === 1 ? "" : "s"}`;
+    count.textContent = `${all} (frames, the agent's stderr, events), newest first` + (res.next || shown < total ? `; ${shown} shown.` : ".");
     more.hidden = !res.next;
   };
   more.addEventListener("click", async () => {
@@ -223,20 +237,21 @@ async function showSearch(q) {
 
 // ---- a capture -----------------------------------------------------------------------
 
-function captureHeader(c) {
+function captureHeader(c, compact) {
   const ex = (fmt, label) => el("a", { href: withToken(`/api/captures/${c.id}/export/${fmt}`), download: "" }, label);
   return el("div", { class: "card", id: "capture-head" },
     el("h1", {}, `Capture ${c.id} · ${c.transport} · `, el("span", { class: "mono" }, c.agent_command || "")),
     el("div", {}, c.peers, c.protocol_version === null ? "" : ` · ACP v${c.protocol_version}`,
       ` · started ${c.started_at} · `, el("span", { id: "capture-count" }, `${c.messages} frames`), " · ",
       c.live ? el("span", { class: "badge live", id: "capture-live" }, "● live") : null, " ",
-      el("span", { id: "capture-status" }, c.status), c.label ? ` · label ${c.label}` : ""),
+      el("span", { id: "capture-status" }, c.status), c.label ? ` · label ${c.label}` : "",
+      el("span", { class: "exports" }, " · export: ", ex("html", "HTML page"), ex("jsonl", "JSONL (exact bytes)"),
+        ex("patch", "patch"), ex("asciicast", "asciicast"))),
     c.chain ? chainLine(c) : null,
-    (c.last_stderr || []).length ? el("div", { id: "last-stderr" },
-      el("span", { class: "muted" }, "last on the agent's stderr (", el("a", { href: hash("c", c.id, "log") }, "all of it"), "):"),
-      el("pre", { class: "stderr" }, c.last_stderr.map((e) => [stderrLine(e), "\n"]))) : null,
-    el("div", { class: "exports" }, "Export: ", ex("html", "HTML page"), ex("jsonl", "JSONL (exact bytes)"),
-      ex("patch", "patch"), ex("asciicast", "asciicast")));
+    (c.last_stderr || []).length ? el("details", { id: "last-stderr", open: !compact },
+      el("summary", { class: "muted" }, "last on the agent's stderr (", el("a", { href: hash("c", c.id, "log") }, "all of it"), "): ",
+        el("span", { class: "mono" }, c.last_stderr[c.last_stderr.length - 1].text.slice(0, 120))),
+      el("pre", { class: "stderr" }, c.last_stderr.map((e) => [stderrLine(e), "\n"]))) : null);
 }
 
 function chainLine(c) {
@@ -247,6 +262,13 @@ function chainLine(c) {
       : el("a", { href: hash("c", h.capture, "f") }, `hop ${i} (${h.role}, capture ${h.capture})`)]));
 }
 
+// the first stop of Tab: straight to the list of frames (or the page's content)
+document.getElementById("skip").addEventListener("click", (ev) => {
+  ev.preventDefault();
+  const row = document.querySelector("#frames tr[tabindex='0']") || document.querySelector("#frames tr");
+  if (row) row.focus(); else app.focus();
+});
+
 async function showCapture(cid, tab, item) {
   const c = await get(`/api/captures/${encodeURIComponent(cid)}`);
   state.capture = c;
@@ -255,168 +277,15 @@ async function showCapture(cid, tab, item) {
   const tabs = el("nav", { class: "tabs", "aria-label": "views" }, VIEWS.map((v) =>
     el("a", { href: hash("c", c.id, v === "timeline" ? "f" : v), "aria-current": v === tab ? "page" : null }, v)));
   const body = el("div", { id: "view" });
-  app.replaceChildren(captureHeader(c), tabs, body);
-  if (tab === "timeline") await showTimeline(body, item === undefined ? null : Number(item));
+  app.replaceChildren(captureHeader(c, tab === "timeline"), tabs, body);
+  if (tab === "timeline") {
+    state.selected = item === undefined ? null : Number(item);
+    state.follow = !!c.live && state.selected === null;
+    state.sort = null;
+    await showTimeline(body, state.selected).catch(showFilterError);
+  } else if (tab === "stats") await showStats(body);
   else if (VIEWS.includes(tab)) await showView(body, tab, item);
   else body.append(el("p", {}, "No such view."));
-}
-
-// ---- timeline ----------------------------------------------------------------------
-
-const FILTERS = [["method", "method glob", "text"], ["kind", "kind", ["", "request", "notification", "response", "error", "batch", "invalid"]],
-  ["direction", "direction", ["", "c2a", "a2c"]], ["session", "session", "text"], ["update", "update glob", "text"],
-  ["from_ms", "from ms", "number"], ["to_ms", "to ms", "number"]];
-
-function filterForm() {
-  const form = el("form", { class: "filters", id: "filters" });
-  for (const [name, label, type] of FILTERS) {
-    const value = state.filters[name] || "";
-    const input = Array.isArray(type)
-      ? el("select", { name }, type.map((o) => el("option", { value: o, selected: o === value }, o || "any")))
-      : el("input", { name, type, value, step: type === "number" ? "any" : null });
-    form.append(el("label", {}, label, input));
-  }
-  form.append(el("label", {}, "anomalous", el("input", { type: "checkbox", name: "anomalous", checked: !!state.filters.anomalous })));
-  form.append(el("button", { type: "submit" }, "Filter"), el("button", { type: "reset" }, "Clear"));
-  const apply = (ev) => {
-    ev.preventDefault();
-    const f = {};
-    for (const [name] of FILTERS) { const v = form.elements[name].value.trim(); if (v) f[name] = v; }
-    if (form.elements.anomalous.checked) f.anomalous = "1";
-    state.filters = f;
-    reloadFrames(null);
-  };
-  form.addEventListener("submit", apply);
-  form.addEventListener("reset", (ev) => { setTimeout(() => apply(ev), 0); });
-  return form;
-}
-
-function frameTr(f) {
-  const cid = state.capture.id;
-  const tr = el("tr", { class: "frame", tabindex: "0", "data-seq": f.seq, "aria-selected": "false" },
-    el("td", { class: "num" }, "#" + f.seq),
-    el("td", { class: "num" }, f.t_ms.toFixed(3)),
-    el("td", { class: f.direction }, f.direction === "c2a" ? "→ c2a" : "← a2c"),
-    el("td", {}, f.opcode ? `${f.kind}/${f.opcode}` : f.kind),
-    el("td", { class: "mono" }, f.update || f.method || "", f.msg_id !== null ? ` [${f.msg_id}]` : ""),
-    el("td", {}, f.summary),
-    el("td", { class: "num" }, f.latency_ms !== null ? ms(f.latency_ms) : ""),
-    el("td", { class: "odd" }, f.anomalies.length ? "! " + f.anomalies.join(",") : ""));
-  tr.addEventListener("click", () => { location.hash = hash("c", cid, "f", f.seq); });
-  tr.addEventListener("keydown", (ev) => {
-    let target = null;
-    if (ev.key === "ArrowDown" || ev.key === "j") target = tr.nextElementSibling;
-    else if (ev.key === "ArrowUp" || ev.key === "k") target = tr.previousElementSibling;
-    else if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); location.hash = hash("c", cid, "f", f.seq); return; }
-    if (target) { ev.preventDefault(); target.focus(); }
-  });
-  return tr;
-}
-
-function query(after) {
-  const p = new URLSearchParams(state.filters);
-  p.set("after", String(after));
-  return `/api/captures/${state.capture.id}/frames?` + p.toString();
-}
-
-async function loadMore() {
-  const page = await get(query(state.next));
-  const body = document.getElementById("frames");
-  if (!body) return;
-  for (const f of page.frames) {
-    if (state.frames.length && f.seq <= state.frames[state.frames.length - 1].seq) continue;
-    state.frames.push(f);
-    body.append(frameTr(f));
-  }
-  state.next = page.next;
-  state.done = page.done;
-  const more = document.getElementById("more");
-  if (more) {
-    more.hidden = page.done;
-    more.textContent = page.frames.length ? "Load more" : `Scanned to #${page.next}: more`;
-  }
-  return page;
-}
-
-async function reloadFrames(around) {
-  state.frames = [];
-  state.next = around === null ? -1 : Math.max(-1, around - 51);
-  state.done = false;
-  document.getElementById("frames").replaceChildren();
-  const earlier = document.getElementById("earlier");
-  earlier.hidden = state.next < 0;
-  // fill the first screen even when filters leave few frames
-  for (let i = 0; i < 5; i++) {
-    const page = await loadMore();
-    if (!page || page.done || state.frames.length >= 50) break;
-  }
-}
-
-async function showTimeline(body, seq) {
-  const table = el("table", { "aria-label": "frames" },
-    el("thead", {}, el("tr", {}, ["seq", "t ms", "dir", "kind", "method", "summary", "latency", "anomalies"]
-      .map((h) => el("th", {}, h)))), el("tbody", { id: "frames" }));
-  const earlier = el("button", { id: "earlier", type: "button", hidden: true, onclick: () => reloadFrames(null) }, "From the start");
-  const more = el("button", { id: "more", type: "button", onclick: () => loadMore().catch(fail) }, "Load more");
-  const detail = el("div", { id: "detail" }, el("p", { class: "muted" }, "Select a frame (click, or arrows and Enter)."));
-  body.append(filterForm(), el("div", { class: "split" }, el("div", {}, earlier, table, more), detail));
-  new IntersectionObserver((entries) => {
-    if (entries.some((e) => e.isIntersecting) && !state.done && !more.hidden) loadMore().catch(fail);
-  }).observe(more);
-  await reloadFrames(seq);
-  await selectFrame(seq);
-}
-
-async function selectFrame(seq) {
-  const body = document.getElementById("frames");
-  const detail = document.getElementById("detail");
-  if (!body || !detail) return;
-  if (seq === null) return;
-  if (!body.querySelector(`tr[data-seq="${seq}"]`) && !state.filters.method) {
-    const first = state.frames.length ? state.frames[0].seq : 0;
-    const last = state.frames.length ? state.frames[state.frames.length - 1].seq : -1;
-    if (seq < first || seq > last) await reloadFrames(seq);
-  }
-  for (const tr of body.querySelectorAll("tr[aria-selected=true]")) tr.setAttribute("aria-selected", "false");
-  const tr = body.querySelector(`tr[data-seq="${seq}"]`);
-  if (tr) { tr.setAttribute("aria-selected", "true"); tr.scrollIntoView({ block: "nearest" }); if (document.activeElement !== tr) tr.focus({ preventScroll: true }); }
-  const f = await get(`/api/captures/${state.capture.id}/frames/${seq}`);
-  detail.replaceChildren(frameDetail(f));
-}
-
-function frameDetail(f) {
-  const cid = state.capture.id;
-  const partner = f.partner
-    ? el("dd", {}, frameLink(cid, f.partner.seq, `${f.partner.role} #${f.partner.seq}`),
-      f.partner.latency_ms !== null ? ` after ${ms(f.partner.latency_ms)}` : "")
-    : el("dd", { class: "muted" }, "none");
-  const stateBox = el("div", {});
-  const box = el("div", { class: "card", id: "frame-detail", "data-seq": f.seq },
-    el("h2", {}, `Frame #${f.seq} `, el("span", { class: f.direction }, f.direction === "c2a" ? "→ client to agent" : "← agent to client")),
-    el("dl", { class: "kv" },
-      el("dt", {}, "time"), el("dd", {}, ms(f.t_ms)),
-      el("dt", {}, "kind"), el("dd", {}, f.kind + (f.opcode ? "/" + f.opcode : "")),
-      el("dt", {}, "method"), el("dd", { class: "mono" }, f.method || "–"),
-      el("dt", {}, "id"), el("dd", { class: "mono" }, f.msg_id === null ? "–" : f.msg_id),
-      el("dt", {}, "session"), el("dd", { class: "mono" }, f.session || "–"),
-      f.tool_call ? [el("dt", {}, "tool call"), el("dd", {}, el("a", { href: hash("c", cid, "tools", f.tool_call) }, f.tool_call))] : null,
-      f.terminal ? [el("dt", {}, "terminal"), el("dd", {}, el("a", { href: hash("c", cid, "terminals", f.terminal) }, f.terminal))] : null,
-      el("dt", {}, "paired"), partner,
-      el("dt", {}, "size"), el("dd", {}, `${f.size} bytes` + (f.terminated ? " + \\n" : "")),
-      el("dt", {}, "anomalies"), el("dd", { class: f.anomalies.length ? "odd" : "muted" }, f.anomalies.join(", ") || "none")),
-    f.pretty !== null ? [el("h2", {}, "JSON"), el("pre", { id: "pretty" }, marked(f.pretty, state.terms))] : null,
-    el("h2", {}, "Exact bytes", f.truncated ? " (first 256 KiB; the JSONL export has them all)" : ""),
-    el("pre", { id: "raw" }, marked(f.text, state.terms)),
-    f.hex !== null ? [el("h2", {}, "Hex"), el("pre", { id: "hex" }, f.hex)] : null,
-    el("button", { type: "button", onclick: () => showState(cid, f.seq, stateBox) }, "State at this frame"), stateBox);
-  return box;
-}
-
-async function showState(cid, seq, box) {
-  const s = await get(`/api/captures/${cid}/state?at=${seq}`);
-  box.replaceChildren(el("h2", {}, `What the user had seen after #${seq}`),
-    ...s.terminals.map((t) => [el("div", { class: "muted" }, `terminal ${t.terminalId}`), screen(t.screen)]),
-    el("pre", {}, pretty({ turns: s.turns, tools: s.tools, files: s.files, sessions: s.sessions })));
 }
 
 // ---- the reconstruction views ---------------------------------------------------------
@@ -448,21 +317,45 @@ async function showLog(body) {
 async function showView(body, name, item) {
   const cid = state.capture.id;
   if (name === "log") { await showLog(body); return; }
-  const data = await get(`/api/captures/${cid}/view/${name}`);
+  // tools, terminals, diffs, turns and permissions come a page at a time (a large
+  // capture's are streamed, or folded from the parts they read)
+  const paged = PAGED_VIEWS.includes(name) && item === undefined;
+  const first = await get(`/api/captures/${cid}/view/${name}` + (paged ? `?limit=${VIEW_PAGE}` : ""));
+  const data = paged ? first.items : first;
   // the sessions tree shows the messages between sessions, the tools the MCP calls over ACP
   const more = { sessions: "messages", tools: "mcp" }[name];
-  const extra = more ? await get(`/api/captures/${cid}/view/${more}`) : [];
+  let extra = [], note = null;
+  if (more) {
+    try { extra = await get(`/api/captures/${cid}/view/${more}`); } catch (e) { note = el("p", { class: "muted" }, e.message); }
+  }
   if (name === "sessions") body.replaceChildren(...sessionTree(data, extra, cid));
   else if (name === "tools") body.replaceChildren(...(data.length ? renderView(name, data, cid, item) : []), ...mcpCalls(extra, cid),
     ...(data.length || extra.length ? [] : renderView(name, data, cid, item)));
   else body.replaceChildren(...renderView(name, data, cid, item));
+  if (note) body.append(note);
+  if (paged && first.total > data.length) body.append(viewMore(body, name, cid, data.length, first.total));
   if (item !== undefined) {
     const target = document.getElementById("item-" + item);
     if (target) { target.classList.add("target"); target.scrollIntoView({ block: "start" }); }
   }
 }
 
-function history(items, cid) {
+const PAGED_VIEWS = ["tools", "terminals", "diffs", "turns", "permissions"];
+const VIEW_PAGE = 200;
+
+function viewMore(body, name, cid, shown, total) {
+  const button = el("button", { type: "button", id: "view-more" }, `More (${total - shown} of ${total} not shown)`);
+  button.addEventListener("click", async () => {
+    const page = await get(`/api/captures/${cid}/view/${name}?limit=${VIEW_PAGE}&offset=${shown}`);
+    shown += page.items.length;
+    button.before(...renderView(name, page.items, cid));
+    if (shown >= page.total || !page.items.length) button.remove();
+    else button.textContent = `More (${page.total - shown} of ${page.total} not shown)`;
+  });
+  return button;
+}
+
+function statusTrail(items, cid) {
   return items.map((h, i) => [i ? " → " : "", h.status || h.event, " ", frameLink(cid, h.seq, "#" + h.seq)]);
 }
 
@@ -495,7 +388,7 @@ function renderView(name, data, cid, item) {
   if (name === "tools") return data.map((t) => el("div", { class: "card", id: "item-" + t.toolCallId },
     el("h2", {}, `${t.title || t.toolCallId} `, el("span", { class: "badge" }, t.status || "?"), " ", el("span", { class: "muted" }, t.kind || "")),
     el("div", { class: "mono" }, t.toolCallId, ` · ${ms(t.durationMs)} · first `, frameLink(cid, t.firstSeq)),
-    el("div", {}, "status: ", history(t.statusHistory, cid)),
+    el("div", {}, "status: ", statusTrail(t.statusHistory, cid)),
     t.locations && t.locations.length ? el("div", {}, "locations: ", t.locations.map((l) => [el("a", { href: hash("c", cid, "files", l.path) }, String(l.path)), " "])) : null,
     contentItems(t.content, cid),
     t.rawInput !== null ? [el("div", { class: "muted" }, "raw input"), el("pre", {}, pretty(t.rawInput))] : null,
@@ -651,7 +544,10 @@ function onCaptures(rows) {
   if (state.view === "timeline" && state.done) {
     const n = state.frames.length;
     loadMore().then(() => {
-      for (const tr of [...document.querySelectorAll("#frames tr")].slice(n)) tr.classList.add("new");
+      const last = state.frames.length ? state.frames[state.frames.length - 1] : null;
+      if (last && last.t_ms > (state.capture.span_ms || 0)) { state.capture.span_ms = last.t_ms; relayoutBars(); }
+      if (!state.sort) for (const tr of [...document.querySelectorAll("#frames tr")].slice(n)) tr.classList.add("new");
+      if (state.follow) scrollToEnd();
     }).catch(() => {});
   } else refreshView();
 }
