@@ -138,5 +138,10 @@ def follow(db_path: Path) -> int:
         conn.close()
 
 
+def main() -> int:
+    """``python -m acp_proxy.record.follower DB``, started by :class:`Follower`."""
+    return follow(Path(sys.argv[1]))
+
+
 if __name__ == "__main__":
-    sys.exit(follow(Path(sys.argv[1])))
+    raise SystemExit(main())
