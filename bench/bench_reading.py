@@ -38,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -126,9 +127,22 @@ def first_search(db: Path, code: Path = ROOT) -> float:
         return timed(copy, ["search", "needle-nowhere"], code)[0]
 
 
-def catch_up(frames: int) -> float:
-    """Frames a second the recorder stores ``frames`` 200-byte message chunks at, all of
-    them handed to it at once (a flood it catches up with)."""
+def _proc_cpu(pid: int) -> float | None:
+    """CPU seconds process ``pid`` has used so far (None once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    if fields[0] in ("Z", "X"):  # exited, not yet reaped
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def catch_up(frames: int, code: Path = ROOT) -> tuple[float, float, float | None, int]:
+    """The recorder storing ``frames`` 200-byte message chunks handed to it at once (a
+    flood it catches up with): frames a second until it exited, its CPU seconds, then the
+    seconds of the first ``search`` of what it recorded, and how many rows it left for that
+    search to index."""
     line = (
         b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":'
         b'{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"'
@@ -142,6 +156,17 @@ def catch_up(frames: int) -> float:
         tap = link.open_capture(CaptureMeta(transport="stdio", agent_command=["bench-agent"]))
         tap.chunk(Direction.AGENT_TO_CLIENT, chunk)  # the recorder is started and ready
         time.sleep(1)
+        (pid,) = recorders(db)
+        cpu0 = _proc_cpu(pid) or 0.0
+        last = [cpu0]
+
+        def sample() -> None:  # the recorder's CPU seconds until it is gone
+            while (now := _proc_cpu(pid)) is not None:
+                last[0] = now
+                time.sleep(0.005)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         block = chunk * 256
         t0 = time.perf_counter()
         for _ in range(frames // 256):
@@ -150,10 +175,30 @@ def catch_up(frames: int) -> float:
             tap.end_stream(d)
         tap.close(exit_code=0)
         link.close(wait=600)
-        while recorders(db):
-            time.sleep(0.005)
+        sampler.join()
+        cpu = last[0]
         took = time.perf_counter() - t0
-    return (frames // 256 * 256) / took
+        left = _unindexed(db)
+        search: float | None = None
+        if code is not None:
+            os.chmod(db, 0o600)
+            search = timed(db, ["search", "needle-nowhere"], code)[0]
+    return (frames // 256 * 256) / took, cpu - cpu0, search, left
+
+
+def _unindexed(db: Path) -> int:
+    """Frames of ``db`` its index file does not cover yet (all of them without one)."""
+    conn = sqlite3.connect(db)
+    try:
+        (total,) = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()
+        index = db.with_name(db.name + ".search")
+        if not index.exists():
+            return int(total)
+        conn.execute("ATTACH DATABASE ? AS search", [str(index)])
+        row = conn.execute("SELECT upto FROM search.search_index WHERE name = 'frames'")
+        return int(total) - int(row.fetchone()[0])
+    finally:
+        conn.close()
 
 
 def main() -> None:
@@ -198,13 +243,18 @@ def main() -> None:
         print(f"  {'':<34}/bare parse {grep_x}")
         if not a.no_search:
             for rev, code in codes:
-                print(f"  first search ({rev[:12]}): {first_search(db, code):.2f} s")
+                print(f"  first search, never indexed ({rev[:12]}): {first_search(db, code):.2f} s")
     finally:
         for _, code in codes[1:]:
             shutil.rmtree(code.parent, ignore_errors=True)
     if a.catch_up:
-        print(f"  recorder catch-up, {a.catch_up:,} frames of 200 B: "
-              f"{catch_up(a.catch_up):,.0f} frames/s")  # fmt: skip
+        rate, cpu, search, left = catch_up(a.catch_up)
+        print(
+            f"  recorder catch-up, {a.catch_up:,} frames of 200 B: {rate:,.0f} frames/s "
+            f"({cpu:.2f} cpu s, {a.catch_up / cpu:,.0f} frames a cpu second)"
+        )
+        print(f"  first search of that capture: {search:.2f} s "
+              f"({left:,} frames left unindexed by the recorder)")  # fmt: skip
     print(f"load at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

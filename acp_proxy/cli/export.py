@@ -123,7 +123,11 @@ def write_export(
 
     source = resolve(capture, db_path(db))
     say = functools.partial(_say, "acp-proxy: ")
-    written = export_whole(source, fmt, redactor, frames_only=frames_only, say=say)
+    c = source.capture
+    with Progress(f"exporting capture {c.get('id', '')}", c.get("message_count")) as bar:
+        written = export_whole(
+            source, fmt, redactor, frames_only=frames_only, say=say, progress=bar.wrap
+        )
     _write(written.data, output, written.what)
 
 

@@ -15,11 +15,12 @@ import click
 import orjson
 
 from acp_proxy import __version__
-from acp_proxy.cli.common import CONTEXT, Seconds, echo, open_store
+from acp_proxy.cli.common import CONTEXT, Progress, Seconds, echo, open_store
 from acp_proxy.cli.options import db_option, group_db_option
 from acp_proxy.errors import LocalError, UsageError
 from acp_proxy.otel.core.fold import CaptureInfo
 from acp_proxy.otel.source import Traced, trace_capture
+from acp_proxy.store.reader import Store
 
 __all__ = ["live_recorder_env", "otel", "otel_options", "traced_captures"]
 
@@ -105,8 +106,7 @@ def traced_captures(
     if all_:
         store = open_store(db)
         for c in store.captures():
-            yield str(c["id"]), trace_capture(c, (sf.frame for sf in store.frames(c["id"])),
-                                              content=content)  # fmt: skip
+            yield str(c["id"]), _traced(store, c, content)
         return
     for ref in refs or [None]:  # type: ignore[list-item]
         if is_file_ref(ref):
@@ -114,8 +114,14 @@ def traced_captures(
             continue
         store = open_store(db)
         c = store.capture(ref)
-        frames = (sf.frame for sf in store.frames(c["id"]))
-        yield str(c["id"]), trace_capture(c, frames, content=content)
+        yield str(c["id"]), _traced(store, c, content)
+
+
+def _traced(store: Store, c: dict[str, Any], content: bool) -> Traced:
+    """The trace of capture ``c``, with progress on a terminal while its frames are read."""
+    with Progress(f"tracing capture {c['id']}", c.get("message_count")) as bar:
+        frames = (sf.frame for sf in bar.wrap(store.frames(c["id"])))
+        return trace_capture(c, frames, content=content)
 
 
 @click.group(context_settings=CONTEXT)

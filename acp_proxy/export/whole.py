@@ -11,7 +11,7 @@ modules themselves.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,7 @@ import orjson
 from acp_proxy.export.core.redact import Redactor
 from acp_proxy.export.jsonl import capture_object, event_object, stderr_object, write_jsonl
 from acp_proxy.export.sharing import redact_capture, redact_log, redact_stored, summary_lines
+from acp_proxy.store.reader import StoredFrame
 from acp_proxy.store.refs import Source
 from acp_proxy.text.safe import json_visible_bytes
 
@@ -41,10 +42,13 @@ def export_whole(
     *,
     frames_only: bool = False,
     say: Callable[[str], None] = lambda line: None,
+    progress: Callable[[Iterator[StoredFrame]], Iterator[StoredFrame]] | None = None,
 ) -> Written:
-    """``source`` as ``fmt`` (jsonl, html or har); ``say`` gets the redaction summary."""
+    """``source`` as ``fmt`` (jsonl, html or har); ``say`` gets the redaction summary;
+    ``progress`` wraps the frames as they are read."""
     c = source.capture
-    stored = list(source.frames())
+    frames = source.frames()
+    stored = list(frames if progress is None else progress(frames))
     stderr = [] if frames_only else source.stderr()
     events = [] if frames_only else source.events()
     notes: dict[int, dict[str, object]] = {}

@@ -10,6 +10,8 @@ relay is gone and the database still refuses, the journal is left as a spill fil
 next recorder or ``import-spill`` (:mod:`acp_proxy.record.imports`).
 
 It runs in its own process (:mod:`acp_proxy.record.child`) or, as a fallback, in a thread.
+What it commits is indexed for search beside it (:mod:`acp_proxy.record.follower`), and it
+waits for that, briefly, before it exits.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from acp_proxy.record.core.rows import FrameRow, Row
 from acp_proxy.record.core.state import Resume
 from acp_proxy.record.core.wire import Record
 from acp_proxy.record.follow import JournalReader
+from acp_proxy.record.follower import Follower
 from acp_proxy.record.imports import import_ledger, import_spills
 from acp_proxy.record.ledger import ledger_files
 from acp_proxy.record.spill import segment_path
@@ -87,6 +90,7 @@ class Recorder:
         self._position = 0  # where the journal has been read to
         self._ended_at: float | None = None
         self._collected = time.monotonic()
+        self._follower: Follower | None = None
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -104,6 +108,7 @@ class Recorder:
         reader = self._reader = JournalReader(self.db_path, self.journal, self._bell, start)
         self._position = start
         self._checkpointer = _checkpointer(self.db)
+        follower = self._follower = Follower(self.db_path)
         done = False
         try:
             while True:
@@ -139,9 +144,11 @@ class Recorder:
             reader.remove_before(self._position + (1 << 40))
             self.db.forget_journal(self.journal)
             self._own_ledger()
+            follower.finish()  # a capture just recorded is searchable at once
             done = True
             return 0
         finally:
+            follower.close()
             if self._checkpointer is not None:
                 self._checkpointer.close()
             reader.close()
@@ -201,6 +208,8 @@ class Recorder:
             return self._refused_value(e)
         rows, self._rows = self._rows, []
         self._written(rows, position)
+        if self._follower is not None:
+            self._follower.committed(len(rows))
         return True
 
     def _written(self, rows: list[Row], position: int) -> None:

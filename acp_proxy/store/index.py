@@ -2,36 +2,65 @@
 
 What belongs here: the words each recorded thing is indexed by (:func:`index_text` for a
 frame, :func:`stderr_text`, :func:`event_text`), and bringing the index up to date
-(:func:`catch_up`). Frames are in the contentless FTS5 table ``frames_fts`` (migration 4)
-keyed by ``messages.id``; the agent's stderr and the capture events — where the cause of a
-failure usually is — in ``notes_fts`` (migration 6), keyed by ``2 × stderr.id`` and
+(:func:`catch_up`), and taking a deleted capture out of it (:func:`unindex_capture`).
+
+The index lives in a file of its own beside the database, ``<db>.search`` (mode 0600, refused
+like the database when others can read it), attached to a connection as the schema
+``search`` (:func:`attach`): filling it takes that file's write lock, never the database's,
+so the recorder's commits never wait for it. Frames are in the contentless FTS5 table
+``frames_fts`` keyed by ``messages.id``; the agent's stderr and the capture events — where
+the cause of a failure usually is — in ``notes_fts``, keyed by ``2 × stderr.id`` and
 ``2 × events.id + 1``. The text stays in the rows; ``search_index`` says, per source, how far
-the index got. The recorder never touches it: the readers that search index what was
-recorded since the last time, in short write transactions.
+the index got. The recorder's follower thread (:mod:`acp_proxy.record.follower`) fills it as
+frames are stored; the readers that search top up whatever is left (an upgraded or imported
+database) before they answer.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import orjson
 
+from acp_proxy.errors import StoreError
 from acp_proxy.events import describe
 from acp_proxy.sgr import strip
+from acp_proxy.store.private import refusal
 
 __all__ = [
+    "SCHEMA",
     "SOURCES",
     "IndexedTable",
+    "attach",
     "catch_up",
     "event_text",
+    "index_tables",
     "index_text",
     "indexed_upto",
+    "lower_upto",
     "pending",
+    "search_path",
     "stderr_text",
+    "unindex_capture",
 ]
+
+SCHEMA = "search"
+"""The name the index file is attached under."""
+_TABLES = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS search.frames_fts USING fts5("
+    "text, content = '', columnsize = 0, tokenize = 'unicode61 remove_diacritics 2')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS search.notes_fts USING fts5("
+    "text, content = '', columnsize = 0, tokenize = 'unicode61 remove_diacritics 2')",
+    "CREATE TABLE IF NOT EXISTS search.search_index (name TEXT PRIMARY KEY, upto INTEGER NOT NULL)",
+    "INSERT OR IGNORE INTO search.search_index VALUES ('frames', 0), ('stderr', 0), ('events', 0)",
+)
 
 _PARSED_MAX = 4 << 20
 """Frames larger than this are indexed as text, not walked as JSON."""
@@ -57,7 +86,14 @@ def _walk(v: Any, out: list[str]) -> None:
 
 def index_text(raw: bytes) -> str:
     """The words of a frame: for JSON, its keys and values (so a ``\\n`` escape does not glue
-    two words together); else the bytes as text. Invalid UTF-8 becomes U+FFFD."""
+    two words together); else the bytes as text. Invalid UTF-8 becomes U+FFFD.
+
+    A frame without a backslash has no escape to undo: its bytes as text are already its
+    words, since the index splits words at JSON's quotes, colons, commas and brackets. That
+    is most frames, and it is ten times cheaper than parsing them (the words differ only in
+    that ``true``, ``false`` and ``null`` are words too, and a number is indexed as written)."""
+    if b"\\" not in raw:
+        return raw[: TEXT_MAX * 4].decode("utf-8", errors="replace")[:TEXT_MAX]
     if len(raw) <= _PARSED_MAX:
         try:
             value = orjson.loads(raw)
@@ -129,13 +165,86 @@ SOURCES = (
 )
 
 
-def indexed_upto(conn: sqlite3.Connection, source: str = "frames") -> int:
-    """The last row of ``source`` in the index (0 for none, -1 without the index)."""
+def index_tables() -> tuple[str, ...]:
+    """The statements that make the index file's tables, in the schema ``search``."""
+    return _TABLES
+
+
+def search_path(db: Path) -> Path:
+    """The index file of the database ``db``: ``<db>.search`` beside it."""
+    return db.with_name(db.name + ".search")
+
+
+def _main_path(conn: sqlite3.Connection) -> Path | None:
+    for _, name, file in conn.execute("PRAGMA database_list"):
+        if name == "main":
+            return Path(file) if file else None
+    return None
+
+
+def _attached(conn: sqlite3.Connection) -> bool:
+    return any(row[1] == SCHEMA for row in conn.execute("PRAGMA database_list"))
+
+
+def attach(conn: sqlite3.Connection, *, create: bool = False) -> bool:
+    """Attach the index file of ``conn``'s database as ``search``; whether it is attached.
+
+    Without ``create``, a database never indexed has no file and nothing is attached. With
+    it, the file is made (0600) and its tables too. A file others can read or write is
+    refused (:class:`StoreError`), as the database is. Not inside a transaction."""
+    if _attached(conn):
+        return True
+    db = _main_path(conn)
+    if db is None:
+        return False
+    path = search_path(db)
+    if not path.exists():
+        if not create:
+            return False
+        _create(path)
+    problem = refusal(path)
+    if problem is not None:
+        raise StoreError(f"refusing the search index: {problem}")
+    conn.execute(f"ATTACH DATABASE ? AS {SCHEMA}", [str(path)])
+    conn.execute(f"PRAGMA {SCHEMA}.synchronous = NORMAL")  # as the database's (WAL)
+    return True
+
+
+def _create(path: Path) -> None:
+    """A new index file at ``path`` (0600, WAL), its tables made beside it first and the
+    whole file linked into place: a reader never finds it without its tables, and of
+    several processes making it at once one wins and the others use its file."""
+    part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.new")
     try:
-        row = conn.execute("SELECT upto FROM search_index WHERE name = ?", [source]).fetchone()
+        os.close(os.open(part, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        own = sqlite3.connect(part, isolation_level=None)
+        try:
+            own.execute("PRAGMA journal_mode = WAL")
+            for sql in index_tables():
+                own.execute(sql.replace(f"{SCHEMA}.", "main.", 1))
+        finally:
+            own.close()  # the last connection: its log is folded in and removed
+        with contextlib.suppress(FileExistsError):
+            os.link(part, path)
+    except OSError as e:
+        raise StoreError(f"cannot create the search index {path}: {e.strerror}") from e
+    finally:
+        for leftover in (part, Path(f"{part}-wal"), Path(f"{part}-shm")):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+
+
+def indexed_upto(conn: sqlite3.Connection, source: str = "frames") -> int:
+    """The last row of ``source`` in the index (0 for none, nor any index file yet)."""
+    if not attach(conn):
+        return 0
+    try:
+        row = conn.execute(
+            "SELECT upto FROM search.search_index WHERE name = ?", [source]
+        ).fetchone()
     except sqlite3.OperationalError:
-        return -1
-    return int(row[0]) if row else -1
+        return 0
+    return int(row[0]) if row else 0
 
 
 def pending(conn: sqlite3.Connection) -> int:
@@ -143,8 +252,6 @@ def pending(conn: sqlite3.Connection) -> int:
     total = 0
     for src in SOURCES:
         upto = indexed_upto(conn, src.name)
-        if upto < 0:
-            continue
         sql = f"SELECT COUNT(*) FROM {src.table} WHERE id > ?"
         total += int(conn.execute(sql, [upto]).fetchone()[0])
     return total
@@ -153,16 +260,18 @@ def pending(conn: sqlite3.Connection) -> int:
 def catch_up(
     conn: sqlite3.Connection,
     *,
-    batch: int = 500,
+    batch: int = 5000,
     limit: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> int:
     """Index what was recorded since the last call; returns how many rows were indexed.
 
-    ``conn`` must be writable. Each batch is read and turned into text first, then written
-    in one short ``BEGIN IMMEDIATE`` transaction that checks nobody else indexed the same
-    rows meanwhile (several readers may catch up at once). ``limit`` bounds the rows
-    indexed by this call."""
+    ``conn`` reads the database (it may be read-only); the index file beside it is made
+    if it is missing and written. Each batch is read and turned into text first, then
+    written in one short transaction of the index file alone that checks nobody else
+    indexed the same rows meanwhile (the recorder's follower and readers may catch up at
+    once). ``limit`` bounds the rows indexed by this call."""
+    attach(conn, create=True)
     done = 0
     for src in SOURCES:
         for n in _catch_up(conn, src, batch, None if limit is None else limit - done):
@@ -180,8 +289,6 @@ def _catch_up(
     done = 0
     while limit is None or done < limit:
         upto = indexed_upto(conn, src.name)
-        if upto < 0:
-            return
         n = batch if limit is None else min(batch, limit - done)
         entries: list[tuple[int, str]] = []
         size = 0
@@ -200,16 +307,74 @@ def _catch_up(
         cur.close()
         if not entries:
             return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with _index_write(conn):
             if indexed_upto(conn, src.name) != upto:  # another reader indexed these meanwhile
-                conn.execute("ROLLBACK")
                 continue
-            conn.executemany(f"INSERT INTO {src.fts} (rowid, text) VALUES (?, ?)", entries)
-            conn.execute("UPDATE search_index SET upto = ? WHERE name = ?", [last, src.name])
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+            conn.executemany(f"INSERT INTO search.{src.fts} (rowid, text) VALUES (?, ?)", entries)
+            conn.execute("UPDATE search.search_index SET upto = ? WHERE name = ?", [last, src.name])
         done += len(entries)
         yield len(entries)
+
+
+@contextlib.contextmanager
+def _index_write(conn: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction of the index file alone: its first statement writes there, so
+    the write lock taken (waiting the busy timeout) is that file's, never the database's
+    (``BEGIN IMMEDIATE`` would lock every attached file)."""
+    conn.execute("BEGIN")
+    try:
+        conn.execute("UPDATE search.search_index SET upto = upto WHERE name = 'frames'")
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def unindex_capture(conn: sqlite3.Connection, capture_id: int, chunk: int = 2000) -> None:
+    """Take capture ``capture_id``'s frames, stderr and events out of the index, before
+    their rows are deleted (a contentless index forgets a row given the text it was
+    indexed with: it is made again from the row). Then what is indexed up to is lowered
+    to the last row that stays, so rows that reuse a deleted id are indexed in turn."""
+    if not attach(conn):
+        return
+    for src in SOURCES:
+        (last,) = conn.execute(
+            f"SELECT MAX(id) FROM {src.table} WHERE capture_id = ?", [capture_id]
+        ).fetchone()
+        if last is not None and last > indexed_upto(conn, src.name):
+            catch_up(conn)  # its rows all indexed first: none is indexed after they are taken out
+            break
+    for src in SOURCES:
+        upto = indexed_upto(conn, src.name)
+        after = 0
+        while True:
+            rows = conn.execute(
+                f"SELECT id, {src.columns} FROM {src.table} "
+                "WHERE capture_id = ? AND id > ? AND id <= ? ORDER BY id LIMIT ?",
+                [capture_id, after, upto, chunk],
+            ).fetchall()
+            if not rows:
+                break
+            entries = [(src.rowid(rowid), src.text(tuple(values))) for rowid, *values in rows]
+            with _index_write(conn):
+                conn.executemany(
+                    f"INSERT INTO search.{src.fts} ({src.fts}, rowid, text) "
+                    "VALUES ('delete', ?, ?)",
+                    entries,
+                )
+            after = rows[-1][0]
+
+
+def lower_upto(conn: sqlite3.Connection) -> None:
+    """After rows were deleted: what is indexed up to goes no further than the last row of
+    each source, so a new row that takes a deleted row's id is indexed."""
+    if not attach(conn):
+        return
+    with _index_write(conn):
+        for src in SOURCES:
+            conn.execute(
+                "UPDATE search.search_index SET upto = MIN(upto, "
+                f"(SELECT COALESCE(MAX(id), 0) FROM main.{src.table})) WHERE name = ?",
+                [src.name],
+            )

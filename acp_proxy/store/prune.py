@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from acp_proxy.errors import StoreError, UsageError
+from acp_proxy.store.index import lower_upto, unindex_capture
 
 __all__ = ["CHUNK", "capture_tables", "delete_capture", "older_than", "vacuum"]
 
@@ -63,7 +64,12 @@ def _write(conn: sqlite3.Connection, sql: str, args: list[Any]) -> int:
 def delete_capture(
     conn: sqlite3.Connection, capture_id: int, progress: Callable[[int], None] | None = None
 ) -> int:
-    """Delete one capture and every row recorded for it; the number of frames it had."""
+    """Delete one capture and every row recorded for it; the number of frames it had.
+    Its rows leave the search index first (no stale hit points at a row reusing an id)."""
+    try:
+        unindex_capture(conn, capture_id)
+    except sqlite3.Error as e:
+        raise StoreError(f"cannot take capture {capture_id} out of the search index: {e}") from e
     frames = 0
     for table in capture_tables(conn):
         key = "rowid"
@@ -81,6 +87,10 @@ def delete_capture(
             if n < CHUNK:
                 break
     _write(conn, "DELETE FROM captures WHERE id = ?", [capture_id])
+    try:
+        lower_upto(conn)
+    except sqlite3.Error as e:
+        raise StoreError(f"cannot update the search index: {e}") from e
     return frames
 
 

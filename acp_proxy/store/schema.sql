@@ -237,3 +237,12 @@ CREATE VIRTUAL TABLE notes_fts USING fts5(
 );
 INSERT INTO search_index VALUES ('stderr', 0);
 INSERT INTO search_index VALUES ('events', 0);
+
+-- migration: 7
+-- The search index moves to a file of its own beside the database, <db>.search
+-- (acp_proxy/store/index.py), so filling it never takes the database's write lock: the
+-- recorder's follower fills it as frames are stored. The tables it had here go; the first
+-- search after the upgrade indexes the database again into the new file.
+DROP TABLE IF EXISTS frames_fts;
+DROP TABLE IF EXISTS notes_fts;
+DROP TABLE IF EXISTS search_index;

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from acp_proxy.errors import UsageError
-from acp_proxy.store.index import event_text, index_text, stderr_text
+from acp_proxy.store.index import attach, event_text, index_text, stderr_text
 
 __all__ = ["Cursor", "Hit", "Results", "fts_query", "search", "snippet", "terms"]
 
@@ -164,6 +164,8 @@ def search(
     newest first, then the older captures), at most ``limit``, with where the next page
     starts."""
     match = fts_query(query)
+    if not attach(conn):
+        return Results()  # nothing indexed yet (pending says how much is to come)
     at = after or Cursor()
     limit = max(1, min(limit, _LIMIT_MAX))
     try:
@@ -177,7 +179,7 @@ def search(
             notes = []  # a database not yet migrated to 6: frames only, until it is
     except sqlite3.OperationalError as e:
         if "no such table" in str(e):
-            raise UsageError("this database has no search index yet (open it writable once)") from e
+            return Results()  # nothing indexed yet
         raise UsageError(f"cannot search for {query!r}: {e}") from e
     hits = Results(_hit(conn, row, query) for row in _merge(frames, notes, limit))
     if len(frames) + len(notes) > len(hits):
@@ -194,8 +196,8 @@ def _frames(
     conn: sqlite3.Connection, match: str, cid: int | None, limit: int, below: int | None
 ) -> list[_Row]:
     sql = (
-        "SELECT m.capture_id, m.t_ns, m.id FROM frames_fts f JOIN messages m ON m.id = f.rowid "
-        "WHERE frames_fts MATCH ?"
+        "SELECT m.capture_id, m.t_ns, m.id FROM search.frames_fts f "
+        "JOIN messages m ON m.id = f.rowid WHERE frames_fts MATCH ?"
     )
     args: list[Any] = [match]
     if below is not None:
@@ -214,7 +216,7 @@ def _notes(
 ) -> list[_Row]:
     sql = (
         "SELECT f.rowid, COALESCE(s.capture_id, e.capture_id), COALESCE(s.t_ns, e.t_ns) "
-        "FROM notes_fts f "
+        "FROM search.notes_fts f "
         "LEFT JOIN stderr s ON f.rowid % 2 = 0 AND s.id = f.rowid / 2 "
         "LEFT JOIN events e ON f.rowid % 2 = 1 AND e.id = f.rowid / 2 "
         "WHERE notes_fts MATCH ?"

@@ -117,6 +117,11 @@ def test_long_exports_and_views_show_progress_on_a_terminal(
     )
     assert b"exporting capture 1: " in err and b"%)" in err
     assert err.rstrip().endswith(b"frames to " + str(tmp_path / "e").encode())
+    for fmt, what in (("har", b"exporting"), ("otlp", b"tracing"), ("patch", b"reading")):
+        err = _stderr_on_pty(
+            ["export", "--db", str(big), "--format", fmt, "-o", str(tmp_path / fmt)], fast
+        )
+        assert what + b" capture 1: " in err and b"%)" in err, (fmt, err[-300:])
     quiet = subprocess.run(
         [*PROXY, "export", "--db", str(big), "--format", "jsonl", "-o", str(tmp_path / "j")],
         capture_output=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import stat
 import subprocess
 import threading
 from pathlib import Path
@@ -16,7 +17,7 @@ from support.proc import PROXY, db_rows, peer, run_proxy
 
 from acp_proxy.errors import UsageError
 from acp_proxy.store.db import connect, migrate, schema_migrations
-from acp_proxy.store.index import catch_up, index_text, indexed_upto
+from acp_proxy.store.index import catch_up, index_tables, index_text, indexed_upto, search_path
 from acp_proxy.store.search import fts_query, search
 
 
@@ -27,13 +28,24 @@ def _record(db: Path, tmp_path: Path, lines: list[bytes]) -> None:
     assert r.returncode == 0, r.stderr
 
 
-def _as_version_3(db: Path) -> None:
-    """What a database written before migration 4 looks like."""
+def _unindexed(db: Path) -> None:
+    """The database as if the recorder had not indexed it: its index file gone."""
+    for suffix in ("", "-wal", "-shm"):
+        search_path(db).with_name(search_path(db).name + suffix).unlink(missing_ok=True)
+
+
+def _as_version_6(db: Path) -> None:
+    """What a database written before migration 7 looks like: the index inside it, filled,
+    and no index file beside it."""
+    _unindexed(db)
     conn = sqlite3.connect(db)
-    conn.executescript(
-        "DROP TABLE frames_fts; DROP TABLE notes_fts; DROP TABLE search_index; "
-        "DELETE FROM schema_version WHERE version >= 4;"
-    )
+    for number, sql in schema_migrations():
+        if number in (4, 6):
+            conn.executescript(sql.replace("ALTER TABLE", "-- "))
+    conn.execute("INSERT INTO frames_fts (rowid, text) SELECT id, 'stale' FROM messages")
+    conn.execute("UPDATE search_index SET upto = (SELECT MAX(id) FROM messages)")
+    conn.execute("DELETE FROM schema_version WHERE version >= 7")
+    conn.commit()
     conn.close()
 
 
@@ -47,7 +59,9 @@ def _rows(db: Path) -> int:
     return int(n)  # type: ignore[call-overload]
 
 
-def test_migration_4_indexes_an_existing_database(db: Path, tmp_path: Path) -> None:
+def test_migration_7_drops_the_index_inside_and_search_indexes_again(
+    db: Path, tmp_path: Path
+) -> None:
     _record(
         db,
         tmp_path,
@@ -56,13 +70,17 @@ def test_migration_4_indexes_an_existing_database(db: Path, tmp_path: Path) -> N
             b"not json at all: charlie \xff\xfe delta",
         ],
     )
-    _as_version_3(db)
-    assert db_rows(db, "SELECT MAX(version) FROM schema_version") == [(3,)]
+    _as_version_6(db)
+    assert db_rows(db, "SELECT MAX(version) FROM schema_version") == [(6,)]
     conn = connect(db, create=False)
     assert migrate(conn) == schema_migrations()[-1][0]
-    assert indexed_upto(conn) == 0
+    tables = {r[0] for r in conn.execute("SELECT name FROM main.sqlite_master")}
+    assert not tables & {"frames_fts", "notes_fts", "search_index"}
+    assert indexed_upto(conn) == 0 and not search_path(db).exists()
     assert catch_up(conn) == _rows(db)  # the two frames, and the capture's events
     assert catch_up(conn) == 0
+    assert search(conn, "stale") == []  # nothing of the old index is left
+    assert stat.S_IMODE(search_path(db).stat().st_mode) == 0o600
     # a \n escape does not glue two words together; invalid UTF-8 does not stop the rest
     assert [h.seq for h in search(conn, "bravo")] == [0]
     assert [h.seq for h in search(conn, "delta")] == [1]
@@ -74,13 +92,13 @@ def test_migration_4_indexes_an_existing_database(db: Path, tmp_path: Path) -> N
 
 def test_new_frames_are_indexed_incrementally(db: Path, tmp_path: Path) -> None:
     _record(db, tmp_path, [b'{"jsonrpc":"2.0","method":"one/first"}'])
+    _unindexed(db)
     conn = connect(db, create=False)
     migrate(conn)
     first = _rows(db)
     assert catch_up(conn) == first
     _record(db, tmp_path, [b'{"jsonrpc":"2.0","method":"two/second"}'])
-    assert search(conn, "second") == []  # not indexed yet
-    assert catch_up(conn) == _rows(db) - first
+    assert catch_up(conn) == 0  # the recorder indexed its capture as it stored it
     hits = search(conn, "second")
     assert [(h.capture_id, h.seq) for h in hits] == [(2, 0)]
     assert search(conn, "first", capture_id=2) == []
@@ -89,6 +107,7 @@ def test_new_frames_are_indexed_incrementally(db: Path, tmp_path: Path) -> None:
 
 def test_readers_catching_up_at_once_index_each_frame_once(db: Path, tmp_path: Path) -> None:
     _record(db, tmp_path, [b'{"jsonrpc":"2.0","method":"m","params":{"w":"zulu"}}'] * 300)
+    _unindexed(db)
     conns = [connect(db, create=False) for _ in range(3)]
     migrate(conns[0])
     done: list[int] = []
@@ -118,12 +137,15 @@ def test_any_query_answers_or_says_why(tmp_path: Path, query: str) -> None:
     conn = sqlite3.connect(":memory:")
     for _, sql in schema_migrations():
         conn.executescript(sql)
+    conn.execute("ATTACH DATABASE ':memory:' AS search")
+    for sql in index_tables():
+        conn.execute(sql)
     conn.execute(
         "INSERT INTO messages (id, capture_id, seq, direction, t_ns, raw, terminated, size, "
         "kind) VALUES (1, 1, 0, 'c2a', 0, x'7b7d', 1, 2, 'invalid')"
     )
-    conn.execute("INSERT INTO frames_fts (rowid, text) VALUES (1, ?)", [query])
-    conn.execute("CREATE VIRTUAL TABLE temp.words USING fts5vocab(main, frames_fts, 'row')")
+    conn.execute("INSERT INTO search.frames_fts (rowid, text) VALUES (1, ?)", [query])
+    conn.execute("CREATE VIRTUAL TABLE temp.words USING fts5vocab(search, frames_fts, 'row')")
     words = conn.execute("SELECT COUNT(*) FROM temp.words").fetchone()[0]
     try:
         hits = search(conn, query)
@@ -150,7 +172,7 @@ def test_search_command(db: Path, tmp_path: Path) -> None:
             b'{"jsonrpc":"2.0","method":"other","params":{"t":"\\u001b]0;evil\\u0007 denied"}}',
         ],
     )
-    _as_version_3(db)
+    _as_version_6(db)
     r = subprocess.run(
         [*PROXY, "search", "permission denied", "--db", str(db)], capture_output=True
     )
