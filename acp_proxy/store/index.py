@@ -53,6 +53,10 @@ __all__ = [
 
 SCHEMA = "search"
 """The name the index file is attached under."""
+FORMAT = 1
+"""What the index file's ``user_version`` says: the text a row is indexed with. A row of a
+contentless index is taken out with the very text it went in with, so a file made with
+other text (another version of :func:`index_text`) is made again, never written to."""
 _TABLES = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS search.frames_fts USING fts5("
     "text, content = '', columnsize = 0, tokenize = 'unicode61 remove_diacritics 2')",
@@ -206,8 +210,25 @@ def attach(conn: sqlite3.Connection, *, create: bool = False) -> bool:
     if problem is not None:
         raise StoreError(f"refusing the search index: {problem}")
     conn.execute(f"ATTACH DATABASE ? AS {SCHEMA}", [str(path)])
+    (found,) = conn.execute(f"PRAGMA {SCHEMA}.user_version").fetchone()
+    if found != FORMAT:  # indexed with other text: its rows could not be taken out
+        conn.execute(f"DETACH DATABASE {SCHEMA}")
+        _set_aside(path)
+        return attach(conn, create=create)
     conn.execute(f"PRAGMA {SCHEMA}.synchronous = NORMAL")  # as the database's (WAL)
     return True
+
+
+def _set_aside(path: Path) -> None:
+    """Take an index file of another format out of the way (a process still writing it
+    writes to a file no one reads); the next search makes a new one."""
+    aside = path.with_name(f"{path.name}.{os.getpid()}.old")
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(path, aside)
+    # its log and shared memory too: a new file must not find them under its name
+    for leftover in (aside, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        with contextlib.suppress(OSError):
+            leftover.unlink()
 
 
 def _create(path: Path) -> None:
@@ -222,6 +243,7 @@ def _create(path: Path) -> None:
             own.execute("PRAGMA journal_mode = WAL")
             for sql in index_tables():
                 own.execute(sql.replace(f"{SCHEMA}.", "main.", 1))
+            own.execute(f"PRAGMA user_version = {FORMAT}")
         finally:
             own.close()  # the last connection: its log is folded in and removed
         with contextlib.suppress(FileExistsError):

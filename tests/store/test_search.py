@@ -90,6 +90,22 @@ def test_migration_7_drops_the_index_inside_and_search_indexes_again(
     assert hit.match.lower() == "charlie" and hit.before.endswith("at all: ")
 
 
+def test_an_index_file_of_another_format_is_made_again(db: Path, tmp_path: Path) -> None:
+    # its rows went in with other text, and a contentless index takes a row out only with
+    # the text it went in with: such a file is set aside, never written to
+    _record(db, tmp_path, [b'{"jsonrpc":"2.0","method":"x/y","params":{"w":"kilo"}}'])
+    index = sqlite3.connect(search_path(db))
+    index.execute("INSERT INTO frames_fts (rowid, text) VALUES (1, 'stale')")
+    index.execute("PRAGMA user_version = 0")  # as a file made by another version
+    index.commit()
+    index.close()
+    conn = connect(db, create=False)
+    assert search(conn, "stale") == []  # the old file is out of the way at once
+    assert catch_up(conn) == _rows(db)  # everything indexed again, into a new file
+    assert [h.seq for h in search(conn, "kilo")] == [0] and search(conn, "stale") == []
+    assert stat.S_IMODE(search_path(db).stat().st_mode) == 0o600
+
+
 def test_new_frames_are_indexed_incrementally(db: Path, tmp_path: Path) -> None:
     _record(db, tmp_path, [b'{"jsonrpc":"2.0","method":"one/first"}'])
     _unindexed(db)
