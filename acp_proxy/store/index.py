@@ -54,9 +54,8 @@ __all__ = [
 SCHEMA = "search"
 """The name the index file is attached under."""
 FORMAT = 1
-"""What the index file's ``user_version`` says: the text a row is indexed with. A row of a
-contentless index is taken out with the very text it went in with, so a file made with
-other text (another version of :func:`index_text`) is made again, never written to."""
+"""The index file's ``user_version``: the text its rows went in with. A row of a contentless
+index is taken out with that very text, so a file of another format is made again."""
 _TABLES = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS search.frames_fts USING fts5("
     "text, content = '', columnsize = 0, tokenize = 'unicode61 remove_diacritics 2')",
@@ -220,8 +219,8 @@ def attach(conn: sqlite3.Connection, *, create: bool = False) -> bool:
 
 
 def _set_aside(path: Path) -> None:
-    """Take an index file of another format out of the way (a process still writing it
-    writes to a file no one reads); the next search makes a new one."""
+    """An index file of another format out of the way (one still writing it writes to a
+    file no one reads); the next search makes a new one."""
     aside = path.with_name(f"{path.name}.{os.getpid()}.old")
     with contextlib.suppress(FileNotFoundError):
         os.replace(path, aside)
