@@ -224,8 +224,7 @@ def _set_aside(path: Path) -> None:
     aside = path.with_name(f"{path.name}.{os.getpid()}.old")
     with contextlib.suppress(FileNotFoundError):
         os.replace(path, aside)
-    # its log and shared memory too: a new file must not find them under its name
-    for leftover in (aside, Path(f"{path}-wal"), Path(f"{path}-shm")):
+    for leftover in (aside, Path(f"{path}-wal"), Path(f"{path}-shm")):  # a new file's names
         with contextlib.suppress(OSError):
             leftover.unlink()
 
