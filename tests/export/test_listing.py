@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from support.messages import A, C, frame_bytes, frames_of, import_frames, initialize
+from support.messages import (
+    A,
+    C,
+    frame_bytes,
+    frames_of,
+    import_after_initialize,
+    import_frames,
+    initialize,
+)
 from support.paths import DATA, RECORDINGS
 from support.views import assert_views_stream, folded, streamed, written
 
@@ -55,10 +63,8 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_hostile_captures_print_what_every_frame_folds_to(
     work: Path, version: int, items: list[tuple[object, bytes, object]], at: int
 ) -> None:
-    init = [(d, json.dumps(m).encode(), None) for d, m in initialize(version)]
-    frames = frames_of([*init, *items])  # type: ignore[list-item]
     db = work / "hostile.sqlite"
-    source = resolve(str(import_frames(db, frames, work)), db)
+    source = resolve(str(import_after_initialize(db, work, version, items)), db)  # type: ignore[arg-type]
     try:
         for view in VIEWS:
             for upto in (None, at):

@@ -5,7 +5,6 @@ captures; where the choice is not exact the command folds every frame instead.""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,10 @@ from typing import Any
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from support.messages import frame_bytes, frames_of, import_frames, initialize
+from support.messages import (
+    frame_bytes,
+    import_after_initialize,
+)
 from support.paths import DATA, RECORDINGS
 
 from acp_proxy.export.listing import VIEWS, fold_view
@@ -95,10 +97,8 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_hostile_captures_read_as_every_frame_folds(
     work: Path, version: int, items: list[tuple[object, bytes, object]], at: int
 ) -> None:
-    init = [(d, json.dumps(m).encode(), None) for d, m in initialize(version)]
-    frames = frames_of([*init, *items])  # type: ignore[list-item]
     db = work / "hostile.sqlite"
-    source = resolve(str(import_frames(db, frames, work)), db)
+    source = resolve(str(import_after_initialize(db, work, version, items)), db)  # type: ignore[arg-type]
     try:
         for view in VIEWS:
             for upto in (None, at):

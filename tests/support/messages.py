@@ -230,3 +230,12 @@ def import_frames(db: Path, frames: list[Frame], work: Path) -> int:
             f.write(json.dumps(line) + "\n")
     [imported] = import_file(db, path)
     return imported.capture_id
+
+
+def import_after_initialize(
+    db: Path, work: Path, version: int, items: list[tuple[Direction, bytes, Opcode | None]]
+) -> int:
+    """``items`` (drawn by :func:`frame_bytes`) after ``initialize`` in ``version``, put in
+    ``db`` as a capture (:func:`import_frames`); its id."""
+    init = [(d, json.dumps(m).encode(), None) for d, m in initialize(version)]
+    return import_frames(db, frames_of([*init, *items]), work)

@@ -106,3 +106,28 @@ def launch(playwright: Any) -> Any:
             pytest.fail(why)
         pytest.skip(why)
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+@contextmanager
+def running_browser() -> Iterator[Any]:
+    """The system's Chromium (:func:`launch`), closed at the end."""
+    with playwright_sync_api().sync_playwright() as p:
+        b = launch(p)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@contextmanager
+def checked_page(browser: Any, width: int = 1280, height: int = 900) -> Iterator[Any]:
+    """A page of ``browser`` whose scripts must raise nothing while it is used: an error
+    of the page's own fails the test that used it."""
+    pg = browser.new_page(viewport={"width": width, "height": height})
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        yield pg
+    finally:
+        pg.close()
+    assert errors == []

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from support.demo import demo_database
 from support.proc import PROXY, wait_recorded
-from support.ui import launch, playwright_sync_api, ui_server
+from support.ui import checked_page, playwright_sync_api, running_browser, ui_server
 
 pytestmark = pytest.mark.browser
 sync_api = playwright_sync_api()  # skips this module where playwright is not installed
@@ -37,20 +37,14 @@ def url(demo_db: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        b = launch(p)
+    with running_browser() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    pg = browser.new_page(viewport={"width": 1280, "height": 900})
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    yield pg
-    pg.close()
-    assert errors == []
+    with checked_page(browser) as pg:
+        yield pg
 
 
 def test_captures_list(page: Any, url: str) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from support.demo import demo_database
 from support.proc import PROXY, wait_recorded
-from support.ui import launch, playwright_sync_api, ui_server
+from support.ui import checked_page, playwright_sync_api, running_browser, ui_server
 
 pytestmark = pytest.mark.browser
 sync_api = playwright_sync_api()  # skips this module where playwright is not installed
@@ -39,20 +39,14 @@ def url(demo_db: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        b = launch(p)
+    with running_browser() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    pg = browser.new_page(viewport={"width": 1400, "height": 900})
-    errors: list[str] = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    yield pg
-    pg.close()
-    assert errors == []
+    with checked_page(browser, width=1400) as pg:
+        yield pg
 
 
 def api(url: str, path: str) -> Any:
