@@ -19,6 +19,7 @@ from acp_proxy.errors import StoreError, UsageError
 from acp_proxy.protocol.frames import Direction, Frame, Opcode
 from acp_proxy.store.db import connect, default_db_path, migrate
 from acp_proxy.store.numbers import INT64_MAX, fits
+from acp_proxy.store.scan import frame_window
 
 __all__ = ["Store", "StoredFrame", "default_db_path"]
 
@@ -206,14 +207,8 @@ class Store:
         (the capture is over), a request nothing answered is flagged ``unanswered`` (the one
         place that rule is applied); ``where``: an SQL condition, its parameters."""
         columns = _FRAME_COLUMNS + (f", {_UNANSWERED}" if ended else "")
-        sql = f"SELECT {columns} FROM messages WHERE capture_id = ? AND seq > ?"
-        args: list[Any] = [capture_id, after_seq]
-        if upto_seq is not None:
-            sql += " AND seq <= ?"
-            args.append(upto_seq)
-        if from_t_ns is not None:
-            sql += " AND t_ns >= ?"
-            args.append(from_t_ns)
+        window, args = frame_window(capture_id, after_seq, upto_seq, from_t_ns)
+        sql = f"SELECT {columns} FROM messages WHERE {window}"
         if where is not None:
             sql, args = f"{sql} AND ({where[0]})", [*args, *where[1]]
         sql += " ORDER BY seq"

@@ -15,10 +15,26 @@ import sqlite3
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
-__all__ = ["BATCH", "CHUNK", "COUNTED", "WHOLE", "fold_rows", "matching_seqs"]
+__all__ = ["BATCH", "CHUNK", "COUNTED", "WHOLE", "fold_rows", "frame_window", "matching_seqs"]
 
 BATCH = 8192
 """Frames read from the cursor at once."""
+
+
+def frame_window(
+    capture_id: int, after_seq: int = -1, upto_seq: int | None = None, from_t_ns: int | None = None
+) -> tuple[str, list[Any]]:
+    """The condition on ``messages`` selecting a capture's frames after ``after_seq``, up to
+    ``upto_seq``, from ``from_t_ns``, and its parameters: one window for every reader."""
+    sql = "capture_id = ? AND seq > ?"
+    args: list[Any] = [capture_id, after_seq]
+    if upto_seq is not None:
+        sql += " AND seq <= ?"
+        args.append(upto_seq)
+    if from_t_ns is not None:
+        sql += " AND t_ns >= ?"
+        args.append(from_t_ns)
+    return sql, args
 
 
 def matching_seqs(
@@ -34,15 +50,8 @@ def matching_seqs(
     """The ``seq`` of each frame of ``capture_id`` in the window (after ``after_seq``, up to
     ``upto_seq``, from ``from_t_ns``) whose stored bytes pass ``test``, in ``seq`` order, a
     batch's hits at a time; ``advance`` is told how many frames each batch read."""
-    sql = "SELECT seq, raw FROM messages WHERE capture_id = ? AND seq > ?"
-    args: list[Any] = [capture_id, after_seq]
-    if upto_seq is not None:
-        sql += " AND seq <= ?"
-        args.append(upto_seq)
-    if from_t_ns is not None:
-        sql += " AND t_ns >= ?"
-        args.append(from_t_ns)
-    cur = conn.execute(sql + " ORDER BY seq", args)
+    where, args = frame_window(capture_id, after_seq, upto_seq, from_t_ns)
+    cur = conn.execute(f"SELECT seq, raw FROM messages WHERE {where} ORDER BY seq", args)
     try:
         while rows := cur.fetchmany(BATCH):
             hits = [seq for seq, raw in rows if test(raw)]
