@@ -18,21 +18,18 @@ Figures are in docs/performance.md ("Comparing runs").
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import orjson
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_read import checkout  # noqa: E402
-from bench_stdio import recorders  # noqa: E402
+from bench_read import checkout, finish_recording  # noqa: E402
+from bench_reading import bare_parse  # noqa: E402
 
 from acp_proxy.protocol.frames import Direction  # noqa: E402
 from acp_proxy.record.link import CaptureMeta, RecorderLink  # noqa: E402
@@ -63,24 +60,7 @@ def record(db: Path, chunks: int, last_word: bytes) -> None:
         tap.chunk(A2C, block * min(1000, chunks - 1 - start))
     tap.chunk(A2C, CHUNK % last_word)
     tap.chunk(A2C, b'{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}\n')
-    for d in Direction:
-        tap.end_stream(d)
-    tap.close(exit_code=0)
-    link.close(wait=600)
-    while recorders(db):
-        time.sleep(0.05)
-
-
-def bare_parse(db: Path) -> float:
-    """Seconds to read and parse every stored frame of the database once."""
-    t0 = time.perf_counter()
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        for (raw,) in con.execute("SELECT raw FROM messages"):
-            orjson.loads(raw)
-    finally:
-        con.close()
-    return time.perf_counter() - t0
+    finish_recording(link, tap, db)
 
 
 def main() -> None:
@@ -92,7 +72,7 @@ def main() -> None:
     record(db, args.chunks, b"word")
     record(db, args.chunks, b"other")
     print(f"two captures of {args.chunks + 6} frames each")
-    bare = bare_parse(db)
+    bare, _cpu = bare_parse(db)
     print(f"  bare parse of both:  {bare:7.2f} s")
     codes = [("this tree", ROOT)]
     if args.against:

@@ -45,6 +45,7 @@ from bench_stdio import Row, recorders  # noqa: E402
 
 from acp_proxy.protocol.frames import Direction  # noqa: E402
 from acp_proxy.record.link import CaptureMeta, RecorderLink  # noqa: E402
+from acp_proxy.record.tap import Tap  # noqa: E402
 
 PROXY = [sys.executable, "-m", "acp_proxy"]
 
@@ -63,13 +64,19 @@ def record(db: Path, frames: int) -> float:
             run, direction = [], frame.direction
         run.append(frame.raw + b"\n")
     tap.chunk(direction, b"".join(run))
+    finish_recording(link, tap, db)
+    return time.perf_counter() - t0
+
+
+def finish_recording(link: RecorderLink, tap: Tap, db: Path) -> None:
+    """End the capture ``tap`` records as a relay ends one (both streams, then the close),
+    and wait until its recorder has stored all of it and exited."""
     for d in Direction:
         tap.end_stream(d)
     tap.close(exit_code=0)
     link.close(wait=600)
     while recorders(db):
         time.sleep(0.05)
-    return time.perf_counter() - t0
 
 
 def rows(db: Path) -> int:
