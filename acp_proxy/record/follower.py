@@ -46,6 +46,8 @@ _BEHIND_BY_LITTLE = 1000
 _IDLE_S = 0.25
 FINISH_S = 2.0
 """How long the recorder waits, at its end, for the index to reach its last rows."""
+_KILL_AFTER_S = 2.0
+"""How long a follower told to stop has before it is killed."""
 
 
 class Follower:
@@ -96,7 +98,11 @@ def _end(proc: subprocess.Popen[bytes], timeout: float) -> None:
         proc.wait(timeout)
     except subprocess.TimeoutExpired:
         proc.terminate()  # its open transaction is rolled back; the next search goes on
-        proc.wait()
+        try:
+            proc.wait(_KILL_AFTER_S)
+        except subprocess.TimeoutExpired:  # every wait has a bound
+            proc.kill()
+            proc.wait()
 
 
 def _index(db_path: Path, deadline: float) -> None:
