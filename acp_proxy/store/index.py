@@ -11,7 +11,7 @@ so the recorder's commits never wait for it. Frames are in the contentless FTS5 
 ``frames_fts`` keyed by ``messages.id``; the agent's stderr and the capture events — where
 the cause of a failure usually is — in ``notes_fts``, keyed by ``2 × stderr.id`` and
 ``2 × events.id + 1``. The text stays in the rows; ``search_index`` says, per source, how far
-the index got. The recorder's follower thread (:mod:`acp_proxy.record.follower`) fills it as
+the index got. The recorder's follower (:mod:`acp_proxy.record.follower`) fills it as
 frames are stored; the readers that search top up whatever is left (an upgraded or imported
 database) before they answer.
 """
@@ -93,8 +93,8 @@ def index_text(raw: bytes) -> str:
 
     A frame without a backslash has no escape to undo: its bytes as text are already its
     words, since the index splits words at JSON's quotes, colons, commas and brackets. That
-    is most frames, and it is ten times cheaper than parsing them (the words differ only in
-    that ``true``, ``false`` and ``null`` are words too, and a number is indexed as written)."""
+    is most frames, at a sixth of the cost of parsing (0.34 µs against 2.1 for a 200-byte
+    chunk); ``true``, ``false``, ``null`` and numbers as written are then words too."""
     if b"\\" not in raw:
         return raw[: TEXT_MAX * 4].decode("utf-8", errors="replace")[:TEXT_MAX]
     if len(raw) <= _PARSED_MAX:
