@@ -91,7 +91,7 @@ def reconstruction(
     return r
 
 
-PARTS_OF = {"turns": frozenset({SESSIONS}), "permissions": frozenset({SESSIONS})}
+PARTS_OF = {view: frozenset({SESSIONS}) for view in ("turns", "permissions", "sessions")}
 """The parts of a reconstruction a view reads (the others read all of it)."""
 
 

@@ -21,6 +21,7 @@ import orjson
 
 from acp_proxy.errors import UsageError
 from acp_proxy.protocol.jsonrpc import decode
+from acp_proxy.reading.views import PARTS_OF
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct import views as rviews
 from acp_proxy.store.endings import ending_events
@@ -196,9 +197,9 @@ STREAMED = ("tools", "terminals", "diffs")
 """The views the commands write as they fold only the frames they need: served at any
 size."""
 
-PARTED = ("turns", "permissions", "sessions")
-"""The views folded from the sessions part of a reconstruction alone, the updates they only
-count left unread (as ``show --view turns`` folds them): served at any size too."""
+PARTED = tuple(PARTS_OF)
+"""The views folded from the parts of a reconstruction they read, the updates they only
+count left unread, as ``show --view`` folds them: served at any size too."""
 
 
 def _frames_upto(store: Store, capture_id: int, at: int | None) -> int:
@@ -248,7 +249,7 @@ class Folds:
         """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now).
         ``tools``, ``terminals`` and ``diffs`` of a capture too large to fold here are
         streamed as the commands stream them (only the frames the view needs are read);
-        ``turns``, ``permissions`` and ``sessions`` are folded from the sessions part."""
+        the views of :data:`PARTED` from the parts they read."""
         to_json = VIEWS.get(name)
         if to_json is None:
             raise UsageError(f"no view {name!r} (choose from {', '.join(VIEWS)})")
@@ -270,7 +271,6 @@ class Folds:
         from acp_proxy.export.listing import write_view
         from acp_proxy.reading.capture import OpenCapture
         from acp_proxy.reading.views import reconstruction
-        from acp_proxy.reconstruct.updates import SESSIONS
         from acp_proxy.store.refs import Source
 
         last = _frames_upto(store, capture_id, at)
@@ -280,8 +280,7 @@ class Folds:
                 return self._streamed[1]
         source = Source(store.capture(str(capture_id)), f"capture {capture_id}", store=store)
         if name in PARTED:
-            parts = reconstruction(OpenCapture(source), at, parts=frozenset({SESSIONS}))
-            value = VIEWS[name](parts)
+            value = VIEWS[name](reconstruction(OpenCapture(source), at, parts=PARTS_OF[name]))
         else:
             out = io.BytesIO()
             write_view(source, name, out, at=at)

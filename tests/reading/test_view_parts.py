@@ -1,4 +1,4 @@
-"""``show --view turns`` and ``permissions`` fold only the parts they show, count a
+"""``show --view turns``, ``permissions`` and ``sessions`` fold only the parts they show, count a
 terminal's updates from the fields the recorder derived without reading their bytes, and
 fold message chunks from their update alone
 (acp_proxy/reading/views.py ``PARTS_OF``): their JSON and text are those of the fold of every
@@ -20,14 +20,16 @@ from acp_proxy.reading import open_capture, reconstruction
 from acp_proxy.reading.views import PARTS_OF, VIEWS
 from acp_proxy.reconstruct import Reconstruction
 from acp_proxy.text.style import plain
-from acp_proxy.text.views import permissions_lines, turns_lines
+from acp_proxy.text.views import permissions_lines, sessions_lines, turns_lines
 
 CAPTURES = sorted(RECORDINGS.glob("*.jsonl")) + sorted((DATA / "reconstruct").glob("*.jsonl"))
 
 
+_LINES = {"turns": turns_lines, "permissions": permissions_lines, "sessions": sessions_lines}
+
+
 def _shown(view: str, r: Reconstruction) -> tuple[object, list[str]]:
-    lines = turns_lines(r) if view == "turns" else permissions_lines(r)
-    return VIEWS[view](r), [plain(line) for line in lines]
+    return VIEWS[view](r), [plain(line) for line in _LINES[view](r)]
 
 
 def _assert_parts_fold_as_every_frame(db: Path, capture: str, ats: tuple[int | None, ...]) -> None:
