@@ -313,3 +313,41 @@ def test_the_size_rules_can_fail() -> None:
     assert _oversize("m.py", "x = 1\n" * 400) == []
     nested = f"class C:\n    async def g(self):\n{body.replace('    ', '        ')}"
     assert _oversize("m.py", nested) == ["m.py:2 g: 81 lines"]
+
+
+def _prints_to_stdout(tree: ast.AST) -> list[tuple[int, str]]:
+    """``print`` calls with no ``file=`` (so to standard output), with the function holding
+    each (``""`` at module level)."""
+    found: list[tuple[int, str]] = []
+
+    def walk(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = (
+                child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else where
+            )
+            if (
+                isinstance(child, ast.Call)
+                and isinstance(child.func, ast.Name)
+                and child.func.id == "print"
+                and not any(k.arg == "file" for k in child.keywords)
+            ):
+                found.append((child.lineno, where))
+            walk(child, inner)
+
+    walk(tree, "")
+    return found
+
+
+def test_nothing_prints_to_stdout_but_commands() -> None:
+    # a relay's stdout is the editor's protocol stream: only the command line (and the
+    # demo's own client, and the main() of a maintainer's `python -m` tool) print to it
+    wrong = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).as_posix()
+        if rel.startswith(("cli/", "demo/")):
+            continue
+        for line, where in _prints_to_stdout(ast.parse(path.read_text("utf-8"))):
+            if where != "main":
+                wrong.append(f"{rel}:{line}")
+    assert wrong == []
+    assert _prints_to_stdout(ast.parse("def f():\n    print(1)\nprint(2, file=x)")) == [(2, "f")]
