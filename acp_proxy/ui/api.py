@@ -24,6 +24,7 @@ from acp_proxy.protocol.jsonrpc import decode
 from acp_proxy.reading.views import PARTS_OF
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct import views as rviews
+from acp_proxy.reconstruct.timing import ms
 from acp_proxy.store.endings import ending_events
 from acp_proxy.store.liveness import capture_state
 from acp_proxy.store.reader import Store, StoredFrame
@@ -69,10 +70,6 @@ VIEWS: dict[str, Callable[[Reconstruction], Any]] = {
 }
 
 
-def _ms(t_ns: int | None) -> float | None:
-    return None if t_ns is None else round(t_ns / 1e6, 3)
-
-
 def capture_row_live(
     c: dict[str, Any], events: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
@@ -114,7 +111,7 @@ def capture_json(store: Store, ref: str) -> dict[str, Any]:
     end = store.conn.execute(
         "SELECT t_ns FROM messages WHERE capture_id = ? AND seq = ?", [c["id"], last]
     ).fetchone()
-    row["span_ms"] = _ms(end[0]) if end else 0.0  # the time axis of the waterfall
+    row["span_ms"] = ms(end[0]) if end else 0.0  # the time axis of the waterfall
     tail = store.conn.execute(
         "SELECT t_ns, data FROM stderr WHERE capture_id = ? ORDER BY id DESC LIMIT 5", [c["id"]]
     ).fetchall()
@@ -153,14 +150,14 @@ def log_json(
 
 def _partner(store: Store, f: StoredFrame) -> dict[str, Any] | None:
     if f.request_seq is not None:
-        return {"role": "request", "seq": f.request_seq, "latency_ms": _ms(f.latency_ns)}
+        return {"role": "request", "seq": f.request_seq, "latency_ms": ms(f.latency_ns)}
     if f.kind == "request":
         row = store.conn.execute(
             "SELECT seq, latency_ns, kind FROM messages WHERE capture_id = ? AND request_seq = ?",
             [f.capture_id, f.seq],
         ).fetchone()
         if row is not None:
-            return {"role": "response", "seq": row[0], "latency_ms": _ms(row[1]), "kind": row[2]}
+            return {"role": "response", "seq": row[0], "latency_ms": ms(row[1]), "kind": row[2]}
     return None
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from acp_proxy.reconstruct.timing import ms
 from acp_proxy.store.reader import Store, StoredFrame
 from acp_proxy.text.summary import summary
 from acp_proxy.text.timeline import Expression, FrameFilter
@@ -27,15 +28,11 @@ SCAN_SQL = 200_000
 """Frames one page may pass over when SQLite decides the whole filter (an index walk)."""
 
 
-def _ms(t_ns: int | None) -> float | None:
-    return None if t_ns is None else round(t_ns / 1e6, 3)
-
-
 def frame_row(f: StoredFrame) -> dict[str, Any]:
     """One line of the timeline."""
     return {
         "seq": f.seq,
-        "t_ms": _ms(f.frame.t_ns),
+        "t_ms": ms(f.frame.t_ns),
         "direction": f.direction.value,
         "kind": f.kind,
         "opcode": f.opcode_text,
@@ -46,7 +43,7 @@ def frame_row(f: StoredFrame) -> dict[str, Any]:
         "tool_call": f.tool_call_id,
         "terminal": f.terminal_id,
         "summary": summary(f),
-        "latency_ms": _ms(f.latency_ns),
+        "latency_ms": ms(f.latency_ns),
         "request_seq": f.request_seq,
         "error_code": f.error_code,
         "anomalies": list(f.anomalies),
@@ -87,7 +84,7 @@ def _add_answers(store: Store, capture_id: int, rows: list[dict[str, Any]]) -> N
     for r in rows:
         if r["kind"] == "request":
             seq, t = answers.get(r["seq"], (None, None))
-            r["answer_seq"], r["end_ms"] = seq, _ms(t)
+            r["answer_seq"], r["end_ms"] = seq, ms(t)
 
 
 def frames_page(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from acp_proxy.reconstruct.timing import ms
 from acp_proxy.store.reader import Store
 
 __all__ = ["percentile", "stats_json"]
@@ -23,10 +24,6 @@ def percentile(ordered: list[int], p: float) -> int | None:
         return None
     rank = max(1, -(-len(ordered) * p // 100))  # ceil, at least the first
     return ordered[int(min(rank, len(ordered))) - 1]
-
-
-def _ms(ns: int | None) -> float | None:
-    return None if ns is None else round(ns / 1e6, 3)
 
 
 def _answers(store: Store, cid: int) -> dict[tuple[str, str], dict[str, Any]]:
@@ -72,10 +69,10 @@ def stats_json(store: Store, cid: int) -> dict[str, Any]:
                 "answered": a["answered"],
                 "errors": a["errors"],
                 "unanswered": max(0, requests - a["answered"]),
-                "p50_ms": _ms(percentile(lat, 50)),
-                "p90_ms": _ms(percentile(lat, 90)),
-                "p99_ms": _ms(percentile(lat, 99)),
-                "max_ms": _ms(lat[-1] if lat else None),
+                "p50_ms": ms(percentile(lat, 50)),
+                "p90_ms": ms(percentile(lat, 90)),
+                "p99_ms": ms(percentile(lat, 99)),
+                "max_ms": ms(lat[-1] if lat else None),
             }
         )
     errors = [
