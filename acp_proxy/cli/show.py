@@ -118,7 +118,7 @@ def show(
         acp-proxy show --grep 'Traceback|ENOENT' --since 2m
         acp-proxy show --filter 'method:session/* and not dir:a2c'
     """
-    from acp_proxy.text.timeline import Expression, FrameFilter, Grep
+    from acp_proxy.text.timeline import FrameFilter, Grep
 
     if view != "frames":
         frames_only = {"wall": wall, "stderr": with_stderr, "grep": grep is not None}
@@ -127,25 +127,19 @@ def show(
         return
     cap = open_capture(db_path(db), capture)
     c = cap.capture
-    src = filters.pop("filter", None)
-    expression = Expression(src) if src else None
-    keep = FrameFilter(**filters)
+    keep = FrameFilter.of(filters)
     match = Grep(grep, ignore_case) if grep is not None else None
-
-    def kept(f: Any) -> bool:
-        return keep(f) and (expression is None or expression(f))
-
     timeline = Timeline(
         cap,
         from_seq=from_seq,
         at=at,
         since=None if since is None else since_offset(since, c["started_at"]),
-        keep=kept if expression is not None else keep,
+        keep=keep,
         scan=None if match is None else match.raw,  # the bytes of every frame, read alone
         progress=None if match is None else _scan_progress(c, at),
     )
     marks = timeline.check_marks() if with_check else {}
-    filtering = any(v not in (None, False) for v in filters.values()) or expression is not None
+    filtering = keep.active
     show_stderr = with_stderr if with_stderr is not None else not filtering
     if as_json:
         from acp_proxy.cli.show_json import show_json

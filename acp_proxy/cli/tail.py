@@ -90,15 +90,11 @@ def tail(
         acp-proxy tail -f -i --grep error
         acp-proxy tail -f --filter 'error:any or anomaly:any'
     """
-    from acp_proxy.text.timeline import Expression, FrameFilter, Grep
+    from acp_proxy.text.timeline import FrameFilter, Grep
 
-    src = filters.pop("filter", None)
-    keep: Any = FrameFilter(**filters)
-    if src:
-        by_options, expression = keep, Expression(src)
-        keep = lambda f: by_options(f) and expression(f)  # noqa: E731
+    keep = FrameFilter.of(filters)
     match = Grep(grep, ignore_case) if grep is not None else None
-    filtering = any(v not in (None, False) for v in filters.values()) or bool(src)
+    filtering = keep.active
     if is_file_ref(capture):
         raise UsageError(f"tail reads the database; for the export {capture} use show")
     path = db_path(db)

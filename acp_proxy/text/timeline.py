@@ -52,8 +52,24 @@ class FrameFilter:
     direction: str | None = None
     update: str | None = None
     anomalous: bool = False
+    expression: Expression | None = None  # --filter
+
+    @classmethod
+    def of(cls, options: dict[str, Any]) -> FrameFilter:
+        """The filter of a listing's options (``--method`` … and ``--filter``)."""
+        given = {k: v for k, v in options.items() if k != "filter"}
+        src = options.get("filter")
+        return cls(**given, expression=Expression(src) if src else None)
+
+    @property
+    def active(self) -> bool:
+        """Whether any criterion was given (a listing then leaves stderr out by default)."""
+        plain = (self.method, self.kind, self.session, self.direction, self.update)
+        return any(v is not None for v in plain) or self.anomalous or self.expression is not None
 
     def __call__(self, f: StoredFrame) -> bool:
+        if self.expression is not None and not self.expression(f):
+            return False
         if self.method is not None and not fnmatchcase(f.method or "", self.method):
             return False
         if self.kind is not None and f.kind != self.kind:
