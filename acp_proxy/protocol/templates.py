@@ -17,14 +17,14 @@ and no escape but those a compact serialiser writes itself (``\\"``, ``\\\\``, `
 no odd number and nothing to flag, so its derived fields are exactly those
 :func:`acp_proxy.protocol.jsonrpc.classify` finds (a property test holds the two
 together). Anything else — another key order, a ``messageId``, ``_meta``, a ``\\u``
-escape — does not match and is classified in full.
+escape, a frame longer than :data:`LONGEST` — does not match and is classified in full.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["CHUNK_KINDS", "PREFIX", "message_chunk"]
+__all__ = ["CHUNK_KINDS", "LONGEST", "PREFIX", "message_chunk"]
 
 PREFIX = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"'
 """How every frame :func:`message_chunk` matches begins (a cheap first test)."""
@@ -45,6 +45,11 @@ _HEAD = re.compile(
 _TEXT = re.compile(_PLAIN + b"(?:" + _ESCAPE + _PLAIN + b")*")
 _END = b'"}}}}'
 
+LONGEST = 1024
+"""The longest frame worth matching: the text is checked a byte at a time, about 1.1 ns a
+byte against 0.4 for a parse, so past about 1 KiB classifying in full is as fast (a 4 KiB
+chunk: 4.8 µs matched, 3.2 µs classified). Most chunks are a few words."""
+
 _last: tuple[bytes, tuple[str, str]] = (PREFIX + b"\x00", ("", ""))
 """The head (all before the text) of the last chunk matched and its fields: a capture's
 chunks share one head, so most frames are matched by a prefix test and their text alone.
@@ -55,6 +60,8 @@ def message_chunk(raw: bytes) -> tuple[str, str] | None:
     """``(session id, update kind)`` of a frame that is exactly a compact message chunk
     (see the module's docstring), else None: classify it in full."""
     global _last
+    if len(raw) > LONGEST:
+        return None
     head, fields = _last
     if raw.startswith(head):
         start = len(head)

@@ -7,7 +7,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from acp_proxy.protocol.jsonrpc import Kind, classify
-from acp_proxy.protocol.templates import CHUNK_KINDS, PREFIX, message_chunk
+from acp_proxy.protocol.templates import CHUNK_KINDS, LONGEST, PREFIX, message_chunk
 
 HEAD = PREFIX + b's1","update":{"sessionUpdate":"agent_message_chunk",'
 HEAD += b'"content":{"type":"text","text":"'
@@ -67,6 +67,7 @@ def test_anything_a_parser_would_see_differently_is_left_to_classify() -> None:
     assert message_chunk(chunk(b"x") + b"\r") is None
     assert message_chunk(b" " + chunk(b"x")) is None
     assert message_chunk(chunk(b"x")[:-1]) is None
+    assert message_chunk(chunk(b"x" * LONGEST)) is None  # past it a parse is as fast
     assert message_chunk(chunk(b"x").replace(b'"text":"x"', b'"text":"x","text":"y"')) is None
 
 
