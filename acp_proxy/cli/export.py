@@ -278,10 +278,10 @@ def export(
             raise UsageError("--terminal goes with --format asciicast")
         _html(db, capture, output, from_seq, max_frames)
         return
-    if redactor is None and fmt == "jsonl":  # metadata, frames, stderr, events; streamed
+    if redactor is None and fmt in ("jsonl", "har"):  # streamed
         if terminal is not None:
             raise UsageError("--terminal goes with --format asciicast")
-        _jsonl(db, capture, output, frames_only)
+        (_jsonl if fmt == "jsonl" else _har)(db, capture, output, frames_only)
         return
     # redaction sees the whole capture first (stable pseudonyms, secrets split across chunks)
     write_export(db, capture, fmt, terminal, output, redactor, otel_content, frames_only)
@@ -301,6 +301,25 @@ def _jsonl(db: Path | None, capture: str | None, output: Path | None, frames_onl
                                progress=bar.wrap)  # fmt: skip
     if output is not None:
         echo(f"wrote {n} frames to {output}", err=True)
+
+
+def _har(db: Path | None, capture: str | None, output: Path | None, frames_only: bool) -> None:
+    """An HTTP Archive written as the frames are read (a million frames are never held)."""
+    from acp_proxy.export.har import write_har
+
+    source = resolve(capture, db_path(db))
+    c = source.capture
+    events = [] if frames_only else list(source.events())
+    with Progress(f"exporting capture {c.get('id', '')}", c.get("message_count")) as bar:
+        frames = bar.wrap(source.frames())
+        if output is not None:
+            with open_private(output) as out:
+                write_har(c, frames, events, out)
+        else:
+            write_har(c, frames, events, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+    if output is not None:
+        echo(f"wrote har to {output}", err=True)
 
 
 def _private_stdout(output: Path | None) -> None:

@@ -12,9 +12,10 @@ text, 2 for binary with base64 ``data``). A stdio capture is one pseudo-entry
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Sequence
+import io
+from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 from urllib.parse import quote, urlsplit
 
 import orjson
@@ -24,7 +25,7 @@ from acp_proxy.export.core.redact import Redactor
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.store.reader import StoredFrame
 
-__all__ = ["render_har"]
+__all__ = ["render_har", "write_har"]
 
 
 def _epoch(started_at: Any) -> float:
@@ -140,13 +141,59 @@ def _exchange(
 
 def render_har(
     capture: dict[str, Any],
-    frames: Sequence[StoredFrame],
+    frames: Iterable[StoredFrame],
     events: Iterable[dict[str, Any]],
     redactor: Redactor | None = None,
 ) -> bytes:
     """The HAR text of one capture (``frames`` and ``capture`` already redacted when
     sharing; the handshake event is redacted here with the same ``redactor``)."""
+    out = io.BytesIO()
+    write_har(capture, frames, events, out, redactor)
+    return out.getvalue()
+
+
+def write_har(
+    capture: dict[str, Any],
+    frames: Iterable[StoredFrame],
+    events: Iterable[dict[str, Any]],
+    out: IO[bytes],
+    redactor: Redactor | None = None,
+) -> int:
+    """:func:`render_har`'s text written to ``out`` as the frames come (a million frames
+    are never held at once); the number of messages. The bytes are those of the whole
+    archive indented by ``orjson`` (a test holds them to it): the archive is laid out with
+    no message, and the messages, each laid out alike, go where its empty list is."""
     epoch = _epoch(capture.get("started_at"))
+    text = orjson.dumps(_archive(capture, events, redactor), option=orjson.OPT_INDENT_2)
+    at = text.rindex(_EMPTY_MESSAGES)  # the last key of the entry: ours, never a value
+    indent = at - text.rindex(b"\n", 0, at) - 1
+    cut = at + len(_EMPTY_MESSAGES) - 1  # just after its "["
+    item = b"\n" + b" " * (indent + 2)
+    out.write(text[:cut])
+    n = 0
+    batch: list[bytes] = []
+    dumps, pretty = orjson.dumps, orjson.OPT_INDENT_2
+    for f in frames:
+        batch.append(item + dumps(_message(f, epoch), option=pretty).replace(b"\n", item))
+        n += 1
+        if len(batch) == _BATCH:
+            out.write((b"," if n > _BATCH else b"") + b",".join(batch))
+            batch = []
+    if batch:
+        out.write((b"," if n > len(batch) else b"") + b",".join(batch))
+    out.write((b"\n" + b" " * indent if n else b"") + text[cut:] + b"\n")
+    return n
+
+
+_EMPTY_MESSAGES = b'"_webSocketMessages": []'
+_BATCH = 4096
+"""Messages laid out before they are written at once."""
+
+
+def _archive(
+    capture: dict[str, Any], events: Iterable[dict[str, Any]], redactor: Redactor | None
+) -> dict[str, Any]:
+    """The archive of one capture with no message yet: one entry, its handshake."""
     handshake = _handshake(events, redactor)
     transport = str(capture.get("transport") or "stdio")
     url, req_headers, status, resp_headers = _exchange(capture, handshake, transport)
@@ -188,7 +235,7 @@ def render_har(
         },
         "comment": f"acp-proxy capture {capture.get('uid')} ({transport})",
         "_resourceType": "websocket",
-        "_webSocketMessages": [_message(f, epoch) for f in frames],
+        "_webSocketMessages": [],
     }
     har = {
         "log": {
@@ -198,4 +245,4 @@ def render_har(
             "entries": [entry],
         }
     }
-    return orjson.dumps(har, option=orjson.OPT_INDENT_2) + b"\n"
+    return har

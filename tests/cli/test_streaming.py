@@ -28,7 +28,12 @@ def dbs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest.mark.parametrize(
     "args",
-    [["show", "--json"], ["export", "--format", "jsonl"], ["export", "--format", "html"]],
+    [
+        ["show", "--json"],
+        ["export", "--format", "jsonl"],
+        ["export", "--format", "html"],
+        ["export", "--format", "har"],
+    ],
     ids=" ".join,
 )
 def test_memory_does_not_grow_with_the_capture(dbs: tuple[Path, Path], args: list[str]) -> None:

@@ -9,6 +9,7 @@ A WebSocket capture also survives export → import → export byte for byte.
 from __future__ import annotations
 
 import base64
+import io
 import json
 import subprocess
 import sys
@@ -16,11 +17,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+import pytest
 from support.proc import PROXY
 from support.ws import RAW, running_proxy
 from websockets.asyncio.client import connect
 
 from acp_proxy.demo import run_demo
+from acp_proxy.export.har import write_har
+from acp_proxy.protocol.frames import Direction, Frame, Opcode
+from acp_proxy.store.reader import StoredFrame
 
 ECHO = [
     sys.executable,
@@ -110,3 +116,33 @@ def test_a_stdio_capture_is_one_pseudo_entry(tmp_path: Path, db: Path) -> None:
     assert len(messages) == 46 and messages[0]["type"] == "send"
     assert json.loads(messages[0]["data"])["method"] == "initialize"
     assert any("[redacted:env:" in m["data"] for m in messages)  # shared: redacted
+
+
+def _stored(n: int) -> list[StoredFrame]:
+    raws = [b'{"jsonrpc":"2.0","method":"x","params":{"s":"a\\nb \\u00e9 \xc3\xa9"}}',
+            b"\xff\xfe not text", b"", b'["batch"]', b'{"k": 1}\r']  # fmt: skip
+    return [
+        StoredFrame(1, Frame(i, Direction(("c2a", "a2c")[i % 2]), i * 1_000_123,
+                             raws[i % len(raws)], True, Opcode.BINARY if i % 7 == 3 else None),
+                    0, "invalid", None, None, None, None, None, None, None, (), None, None, i)
+        for i in range(n)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("n", [0, 1, 4096, 4097, 8193])
+def test_the_archive_written_as_the_frames_come_is_the_whole_one_indented(n: int) -> None:
+    # laid out message by message, batch by batch, it is byte for byte what orjson makes of
+    # the whole archive at once
+    capture = {"uid": "u", "transport": "ws", "started_at": "2026-12-04T10:00:00.000Z",
+               "ended_ns": 5_000_000, "listen_url": 'ws://h/"_webSocketMessages": []'}  # fmt: skip
+    handshake = {"request": {"path": "/acp", "headers": [["Host", "h"]]}, "handshake_ms": 1.5}
+    events = [{"kind": "handshake", "detail": json.dumps(handshake)}]
+    out = io.BytesIO()
+    assert write_har(capture, iter(_stored(n)), events, out) == n
+    text = out.getvalue()
+    whole = orjson.loads(text)
+    assert text == orjson.dumps(whole, option=orjson.OPT_INDENT_2) + b"\n"
+    messages = _check_har(whole)["_webSocketMessages"]
+    assert len(messages) == n and [m["time"] for m in messages] == sorted(
+        m["time"] for m in messages
+    )
