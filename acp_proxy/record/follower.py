@@ -14,9 +14,9 @@ behind by little, and when its standard input closes — the recorder is done, o
 indexes what is left and exits.
 
 When the relay is gone the recorder calls :meth:`Follower.finish`: it waits for the process
-(at most :data:`FINISH_S`), or, for a capture too small to have started one, indexes the
-rows itself within the same bound. A capture just recorded is searchable at once; what is
-left is topped up by the next search.
+(half of :data:`FINISH_S`) and indexes what it left itself, or, for a capture too small to
+have started one, indexes the rows itself, within the same bound. A capture just recorded
+is searchable at once; what is left is topped up by the next search.
 """
 
 from __future__ import annotations
@@ -77,12 +77,15 @@ class Follower:
                 self.error = str(e)
 
     def finish(self, timeout: float = FINISH_S) -> None:
-        """Bring the index up to the last committed row, for at most ``timeout`` seconds."""
-        if self._proc is None:
-            _index(self._db_path, time.monotonic() + timeout)
-            return
-        proc, self._proc = self._proc, None
-        _end(proc, timeout)
+        """Bring the index up to the last committed row, for about ``timeout`` seconds: the
+        process has half of it to index what is left; what it has not done by then (on a
+        loaded machine its lower priority leaves it little CPU) is indexed here, at the
+        recorder's own priority, in the other half."""
+        if self._proc is not None:
+            proc, self._proc = self._proc, None
+            _end(proc, timeout / 2)
+            timeout /= 2
+        _index(self._db_path, time.monotonic() + timeout)
 
     def close(self) -> None:
         """Stop the process without waiting for it to catch up (the recorder failed)."""

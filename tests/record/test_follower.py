@@ -5,6 +5,7 @@ deleting a capture takes it out of the index; the file is private like the datab
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import stat
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from support.proc import PROXY, db_rows, peer, run_proxy
 
-from acp_proxy.record.follower import START_AFTER
+from acp_proxy.record.follower import START_AFTER, Follower
 from acp_proxy.store.db import connect
 from acp_proxy.store.index import search_path
 from acp_proxy.store.search import search
@@ -66,6 +67,25 @@ def test_a_recording_is_searchable_without_indexing_on_demand(
     hits = search(conn, "xylophone")
     conn.close()
     assert [(h.capture_id, h.seq) for h in hits] == [(1, frames)]
+
+
+def test_what_a_starved_follower_leaves_is_indexed_by_the_recorder(
+    db: Path, tmp_path: Path
+) -> None:
+    # the follower runs at a lower priority: on a loaded machine it may have done little
+    # when the recorder ends; here it is stopped outright, and the index is whole anyway
+    _record(db, tmp_path, [_chunk(i) for i in range(2000)])
+    for suffix in ("", "-wal", "-shm"):  # as if nothing had indexed it yet
+        Path(f"{search_path(db)}{suffix}").unlink(missing_ok=True)
+    follower = Follower(db)
+    follower.committed(START_AFTER)  # the process starts
+    proc = follower._proc
+    assert proc is not None
+    os.kill(proc.pid, signal.SIGSTOP)
+    follower.finish(timeout=0.5)
+    assert proc.poll() is not None  # ended, not left behind
+    ((last,),) = db_rows(db, "SELECT MAX(id) FROM messages")
+    assert _marker(db)["frames"] == last
 
 
 def test_rm_leaves_no_stale_hit(db: Path, tmp_path: Path) -> None:
