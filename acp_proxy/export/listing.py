@@ -30,8 +30,8 @@ from acp_proxy.reconstruct.stream import (
     Row,
     Selection,
     fold_selected,
+    selection_of,
     stream_view,
-    text_selection,
 )
 from acp_proxy.reconstruct.views import change_json, terminal_json, tool_json
 from acp_proxy.store.refs import Source
@@ -200,14 +200,15 @@ def _streamed(
 def fold_view(
     source: Source, view: str, at: int | None = None, progress: Ticker | None = None
 ) -> Reconstruction:
-    """The part of the reconstruction ``view`` (``tools``, ``terminals``, ``diffs``) shows,
-    up to frame ``at``, folded from the frames its text needs alone
+    """The part of the reconstruction ``view`` (``tools``, ``terminals``, ``diffs``, or one
+    of :data:`~acp_proxy.reconstruct.stream.FOLDED`) shows, up to frame ``at``, folded from
+    the frames its text needs alone
     (:func:`~acp_proxy.reconstruct.stream.fold_selected`); raises
     :class:`~acp_proxy.reconstruct.stream.NotStreamable` for a ``jsonl`` export and where
     that choice is not exact (the caller folds every frame then)."""
     if source.store is None:
         raise NotStreamable("a jsonl export is folded whole")
-    rows = _selected_rows(source, text_selection(view), at)
+    rows = _selected_rows(source, selection_of(view), at)
     with collector.paused():  # the fold makes no cycles
         return fold_selected(view, rows, _ticker(progress or _Quiet()))
 

@@ -21,7 +21,7 @@ from acp_proxy.protocol.frames import Direction, Frame, Opcode
 from acp_proxy.reading.capture import OpenCapture
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct import views as rviews
-from acp_proxy.reconstruct.updates import CHUNKS, SESSIONS
+from acp_proxy.reconstruct.updates import CHUNKS, FILES, SESSIONS
 from acp_proxy.store.scan import CHUNK, COUNTED, fold_rows
 
 T = TypeVar("T")
@@ -91,7 +91,10 @@ def reconstruction(
     return r
 
 
-PARTS_OF = {view: frozenset({SESSIONS}) for view in ("turns", "permissions", "sessions")}
+PARTS_OF = {
+    **{view: frozenset({SESSIONS}) for view in ("turns", "permissions", "sessions")},
+    "files": frozenset({FILES}),
+}
 """The parts of a reconstruction a view reads (the others read all of it)."""
 
 

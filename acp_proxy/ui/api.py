@@ -12,6 +12,7 @@ Nothing here writes HTML: the page renders these values as text.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from acp_proxy.reading.views import PARTS_OF
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct import views as rviews
 from acp_proxy.reconstruct.timing import ms
+from acp_proxy.reconstruct.updates import SESSIONS
 from acp_proxy.store.endings import ending_events
 from acp_proxy.store.liveness import capture_state
 from acp_proxy.store.reader import Store, StoredFrame
@@ -36,6 +38,9 @@ from acp_proxy.ui.frames import PAGE, frame_row, frames_page
 __all__ = [
     "FOLD_MAX",
     "PAGE",
+    "PARTED",
+    "PARTS",
+    "STREAMED",
     "VIEWS",
     "Folds",
     "capture_json",
@@ -50,10 +55,13 @@ __all__ = [
     "state_json",
 ]
 
-FOLD_MAX = 100_000
-"""The most frames the server folds for a reconstruction view, the state at a frame, or an
-export that needs the fold: past it the memory a fold takes (hundreds of MB for a million
-frames) would break the server's budget, and the commands do it instead."""
+FOLD_MAX = int(os.environ.get("ACP_PROXY_UI_FOLD_MAX", "100000"))
+"""The most frames the server folds whole (every part of the reconstruction, kept and brought
+up to date as a live capture grows): past it the memory a whole fold takes (hundreds of MB
+for a million frames) would break the server's budget, so each view is folded from the
+frames or the parts it needs alone (:meth:`Folds.view`), and the exports that need the
+whole fold (``html``, ``patch``, ``asciicast``) are refused with the command to run.
+``ACP_PROXY_UI_FOLD_MAX`` lowers it (the tests: a large capture without recording one)."""
 _RAW_SHOWN = 256 * 1024
 """Bytes of one frame shipped to the page (the exports have them all)."""
 
@@ -194,9 +202,25 @@ STREAMED = ("tools", "terminals", "diffs")
 """The views the commands write as they fold only the frames they need: served at any
 size."""
 
-PARTED = tuple(PARTS_OF)
-"""The views folded from the parts of a reconstruction they read, the updates they only
-count left unread, as ``show --view`` folds them: served at any size too."""
+PARTS: dict[str, frozenset[str]] = {
+    **PARTS_OF,
+    "messages": frozenset({SESSIONS}),
+    "mcp": frozenset(),
+}
+"""The parts of a reconstruction each other view is folded from past :data:`FOLD_MAX`, the
+updates it only counts left unread, as ``show --view`` folds them: the messages between
+sessions and the MCP calls are folded whatever the parts (the sessions part is the one the
+sessions tab reads already). ``files`` and ``mcp`` are first folded from their frames
+alone (:data:`~acp_proxy.reconstruct.stream.FOLDED`), from their parts where that choice
+would not be exact."""
+PARTED = tuple(PARTS)
+
+_ITEMS: dict[str, Callable[[Reconstruction], tuple[list[Any], Callable[[Any], Any]]]] = {
+    "turns": lambda r: (r.turns, lambda t: rviews.turn_json(r, t)),
+    "permissions": lambda r: (r.permissions, rviews.permission_json),
+}
+"""The views whose page is made of its items alone (a million frames' turns take longer to
+write as JSON than the page to show)."""
 
 
 def _frames_upto(store: Store, capture_id: int, at: int | None) -> int:
@@ -221,10 +245,7 @@ def check_foldable(
     """Refuse, with what to run instead, a fold of more than ``limit`` frames
     (:data:`FOLD_MAX`)."""
     limit = FOLD_MAX if limit is None else limit
-    row = store.conn.execute(
-        "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE capture_id = ?", [capture_id]
-    ).fetchone()
-    frames = row[0] + 1 if at is None else min(row[0], at) + 1
+    frames = _frames_upto(store, capture_id, at)
     if frames > limit:
         raise UsageError(
             f"too large to fold here ({frames} frames; the server folds at most {limit}): "
@@ -234,57 +255,97 @@ def check_foldable(
 
 class Folds:
     """Reconstructions of captures, kept for the last few looked at and brought up to date
-    by feeding only the frames recorded since (a live capture is folded once)."""
+    by feeding only the frames recorded since (a live capture is folded once); past
+    :data:`FOLD_MAX` frames, the last view streamed and the last reconstruction of some
+    parts instead (the page asks for a view a page at a time, and the sessions tab for the
+    sessions and the messages between them, of one fold)."""
 
     def __init__(self, keep: int = 2) -> None:
         self.keep = keep
         self.lock = threading.Lock()
         self._folds: OrderedDict[int, tuple[Reconstruction, int]] = OrderedDict()
         self._streamed: tuple[tuple[Any, ...], Any] | None = None
+        self._parted: tuple[tuple[Any, ...], Reconstruction] | None = None
 
     def view(self, store: Store, capture_id: int, name: str, at: int | None = None) -> Any:
         """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now).
-        ``tools``, ``terminals`` and ``diffs`` of a capture too large to fold here are
-        streamed as the commands stream them (only the frames the view needs are read);
-        the views of :data:`PARTED` from the parts they read."""
-        to_json = VIEWS.get(name)
-        if to_json is None:
-            raise UsageError(f"no view {name!r} (choose from {', '.join(VIEWS)})")
-        if name in (*STREAMED, *PARTED) and _frames_upto(store, capture_id, at) > FOLD_MAX:
-            return self.streamed(store, capture_id, name, at)
-        check_foldable(store, capture_id, at)
+        Past :data:`FOLD_MAX` frames, ``tools``, ``terminals`` and ``diffs`` are streamed as
+        the commands stream them (only the frames the view needs are read), the others
+        folded from what they need (:meth:`parted`)."""
+        to_json = _view_function(name)
+        if _frames_upto(store, capture_id, at) > FOLD_MAX:
+            if name in STREAMED:
+                return self.streamed(store, capture_id, name, at)
+            return to_json(self.parted(store, capture_id, name, at))
         if at is not None:
             frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
             return to_json(reconstruct(frames, at=at))
         with self.lock:
             return to_json(self.current(store, capture_id))
 
+    def page(
+        self, store: Store, capture_id: int, name: str, at: int | None, offset: int, limit: int
+    ) -> dict[str, Any]:
+        """A page of the view ``name`` (:func:`page_of`); of turns and permissions, only
+        the items of the page are made."""
+        items = _ITEMS.get(name)
+        if items is None:
+            return page_of(self.view(store, capture_id, name, at), offset, limit)
+        if _frames_upto(store, capture_id, at) > FOLD_MAX:
+            return _page_items(*items(self.parted(store, capture_id, name, at)), offset, limit)
+        if at is not None:
+            r = reconstruct((sf.frame for sf in store.frames(capture_id, upto_seq=at)), at=at)
+            return _page_items(*items(r), offset, limit)
+        with self.lock:
+            return _page_items(*items(self.current(store, capture_id)), offset, limit)
+
     def streamed(self, store: Store, capture_id: int, name: str, at: int | None) -> Any:
-        """One of :data:`STREAMED`, written by the commands' streamed fold and read back,
-        or of :data:`PARTED`, folded from its parts; the last one is kept (the page asks for
-        it a page at a time)."""
+        """One of :data:`STREAMED`, written by the commands' streamed fold and read back;
+        the last one is kept (the page asks for it a page at a time)."""
         import io
 
         from acp_proxy.export.listing import write_view
-        from acp_proxy.reading.capture import OpenCapture
-        from acp_proxy.reading.views import reconstruction
-        from acp_proxy.store.refs import Source
 
         last = _frames_upto(store, capture_id, at)
         key = (capture_id, name, at, last)
         with self.lock:
             if self._streamed is not None and self._streamed[0] == key:
                 return self._streamed[1]
-        source = Source(store.capture(str(capture_id)), f"capture {capture_id}", store=store)
-        if name in PARTED:
-            value = VIEWS[name](reconstruction(OpenCapture(source), at, parts=PARTS_OF[name]))
-        else:
-            out = io.BytesIO()
-            write_view(source, name, out, at=at)
-            value = orjson.loads(out.getvalue())
+        out = io.BytesIO()
+        write_view(_source(store, capture_id), name, out, at=at)
+        value = orjson.loads(out.getvalue())
         with self.lock:
             self._streamed = (key, value)
         return value
+
+    def parted(self, store: Store, capture_id: int, name: str, at: int | None) -> Reconstruction:
+        """What the view ``name`` (one of :data:`PARTED`) is made from, up to frame ``at``:
+        ``files`` and ``mcp`` folded from the frames they need alone where that is exact,
+        else (and the others) from the parts of :data:`PARTS`, as ``show --view`` folds
+        them. The last one is kept: the views of one part share it."""
+        from acp_proxy.export.listing import fold_view
+        from acp_proxy.reading.capture import OpenCapture
+        from acp_proxy.reading.views import reconstruction
+        from acp_proxy.reconstruct.stream import FOLDED, NotStreamable
+
+        last = _frames_upto(store, capture_id, at)
+        selected = name in FOLDED
+        key = (capture_id, name if selected else PARTS[name], at, last)
+        with self.lock:
+            if self._parted is not None and self._parted[0] == key:
+                return self._parted[1]
+        source = _source(store, capture_id)
+        r = None
+        if selected:
+            try:
+                r = fold_view(source, name, at)
+            except NotStreamable:
+                key = (capture_id, PARTS[name], at, last)
+        if r is None:
+            r = reconstruction(OpenCapture(source), at, parts=PARTS[name])
+        with self.lock:
+            self._parted = (key, r)
+        return r
 
     def current(self, store: Store, capture_id: int) -> Reconstruction:
         """The reconstruction of everything recorded so far (call with :attr:`lock` held)."""
@@ -302,10 +363,47 @@ class Folds:
         return r
 
 
-def state_json(store: Store, capture_id: int, at: int) -> dict[str, Any]:
+def _view_function(name: str) -> Callable[[Reconstruction], Any]:
+    to_json = VIEWS.get(name)
+    if to_json is None:
+        raise UsageError(f"no view {name!r} (choose from {', '.join(VIEWS)})")
+    return to_json
+
+
+def _page_items(
+    items: list[Any], to_json: Callable[[Any], Any], offset: int, limit: int
+) -> dict[str, Any]:
+    offset = max(0, offset)
+    page = [to_json(x) for x in items[offset : offset + max(1, limit)]]
+    return {"items": page, "total": len(items), "offset": offset}
+
+
+def _source(store: Store, capture_id: int) -> Any:
+    from acp_proxy.store.refs import Source
+
+    return Source(store.capture(str(capture_id)), f"capture {capture_id}", store=store)
+
+
+def state_json(
+    store: Store, capture_id: int, at: int, folds: Folds | None = None
+) -> dict[str, Any]:
     """The reconstructed state after frame ``at``: what the user had seen by then, as the
-    views of the capture's tabs show it."""
-    check_foldable(store, capture_id, at)
+    views of the capture's tabs show it. Past :data:`FOLD_MAX` frames, each section as its
+    tab folds it: turns, tool calls and sessions from the sessions part (which keeps the
+    tool calls its turns list), terminals streamed, files from their frames."""
+    if _frames_upto(store, capture_id, at) > FOLD_MAX:
+        folds = folds or Folds()
+        r = folds.parted(store, capture_id, "sessions", at)
+        turns, tools, sessions = rviews.turns_json(r), rviews.tools_json(r), rviews.sessions_json(r)
+        del r
+        return {
+            "at": at,
+            "turns": turns,
+            "tools": tools,
+            "terminals": folds.view(store, capture_id, "terminals", at),
+            "files": folds.view(store, capture_id, "files", at),
+            "sessions": sessions,
+        }
     frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
     r = reconstruct(frames, at=at)
     return {

@@ -16,7 +16,8 @@ from acp_proxy.reconstruct import reconstruct
 from acp_proxy.reconstruct.views import tools_json
 from acp_proxy.store.db import schema_migrations
 from acp_proxy.store.reader import Store
-from acp_proxy.ui.api import Folds, check_foldable, frame_detail, frames_page
+from acp_proxy.text.safe import json_bytes
+from acp_proxy.ui.api import VIEWS, Folds, check_foldable, frame_detail, frames_page
 
 
 @pytest.fixture
@@ -148,22 +149,39 @@ def test_stats_per_method_and_error_code(demo: Store) -> None:
     assert percentile(list(range(1, 101)), 90) == 90 and percentile([], 50) is None
 
 
-@pytest.mark.parametrize(
-    "view", ["tools", "terminals", "diffs", "turns", "permissions", "sessions"]
-)
-def test_a_large_captures_view_is_streamed_as_the_commands_stream_it(
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_a_large_captures_view_is_folded_from_what_it_needs(
     demo: Store, monkeypatch: pytest.MonkeyPatch, view: str
 ) -> None:
     from acp_proxy.ui import api
 
     folded = Folds().view(demo, 1, view)
+    whole_page = Folds().page(demo, 1, view, None, 1, 2)
     monkeypatch.setattr(api, "FOLD_MAX", 10)  # the demo is now "too large to fold here"
     with pytest.raises(UsageError, match="too large to fold"):
-        Folds().view(demo, 1, "files")  # a view that needs the whole fold still says so
-    streamed = Folds().view(demo, 1, view)
-    assert streamed == json.loads(json.dumps(folded)) and streamed
-    page = api.page_of(streamed, 1, 1)
-    assert page["items"] == streamed[1:2] and page["total"] == len(streamed)
+        api.check_foldable(demo, 1)  # what the exports that need the whole fold ask
+    folds = Folds()
+    streamed = folds.view(demo, 1, view)
+    assert json_bytes(streamed) == json_bytes(folded)
+    assert streamed or view in ("permissions", "messages", "mcp")  # the demo has none
+    page = folds.page(demo, 1, view, None, 1, 2)
+    assert page["items"] == folded[1:3] and page["total"] == len(folded) and page == whole_page
+
+
+def test_the_state_at_a_frame_of_a_large_capture_is_that_of_the_whole_fold(
+    demo: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acp_proxy.ui import api
+
+    last = demo.conn.execute("SELECT MAX(seq) FROM messages WHERE capture_id = 1").fetchone()[0]
+    ats = sorted({3, last // 2, last})
+    whole = [api.state_json(demo, 1, at) for at in ats]
+    monkeypatch.setattr(api, "FOLD_MAX", 2)
+    folds = Folds()
+    assert [json_bytes(api.state_json(demo, 1, at, folds)) for at in ats] == [
+        json_bytes(w) for w in whole
+    ]
+    assert whole[-1]["turns"] and whole[-1]["tools"] and whole[-1]["files"]
 
 
 def test_a_large_captures_session_tree_keeps_its_subagents(
