@@ -40,6 +40,7 @@ __all__ = [
     "PAGE",
     "PARTED",
     "PARTS",
+    "STATE_ITEMS",
     "STREAMED",
     "VIEWS",
     "Folds",
@@ -55,7 +56,8 @@ __all__ = [
     "state_json",
 ]
 
-FOLD_MAX = int(os.environ.get("ACP_PROXY_UI_FOLD_MAX", "100000"))
+_FOLD_MAX_SET = os.environ.get("ACP_PROXY_UI_FOLD_MAX", "")
+FOLD_MAX = int(_FOLD_MAX_SET) if _FOLD_MAX_SET.isascii() and _FOLD_MAX_SET.isdigit() else 100_000
 """The most frames the server folds whole (every part of the reconstruction, kept and brought
 up to date as a live capture grows): past it the memory a whole fold takes (hundreds of MB
 for a million frames) would break the server's budget, so each view is folded from the
@@ -265,7 +267,9 @@ class Folds:
         self.lock = threading.Lock()
         self._folds: OrderedDict[int, tuple[Reconstruction, int]] = OrderedDict()
         self._streamed: tuple[tuple[Any, ...], Any] | None = None
-        self._parted: tuple[tuple[Any, ...], Reconstruction] | None = None
+        # per kind of fold (a view of FOLDED, or parts): the last one, and those being made
+        self._parted: dict[Any, tuple[tuple[Any, ...], Reconstruction]] = {}
+        self._folding: dict[tuple[Any, tuple[Any, ...]], threading.Event] = {}
 
     def view(self, store: Store, capture_id: int, name: str, at: int | None = None) -> Any:
         """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now).
@@ -322,30 +326,33 @@ class Folds:
         """What the view ``name`` (one of :data:`PARTED`) is made from, up to frame ``at``:
         ``files`` and ``mcp`` folded from the frames they need alone where that is exact,
         else (and the others) from the parts of :data:`PARTS`, as ``show --view`` folds
-        them. The last one is kept: the views of one part share it."""
-        from acp_proxy.export.listing import fold_view
-        from acp_proxy.reading.capture import OpenCapture
-        from acp_proxy.reading.views import reconstruction
-        from acp_proxy.reconstruct.stream import FOLDED, NotStreamable
+        them. The last fold of each kind is kept — the views of one part share it: the
+        turns, permissions and sessions tabs, the messages between sessions —, and a fold
+        being made is waited for, not made twice (two tabs opened at once)."""
+        from acp_proxy.reconstruct.stream import FOLDED
 
-        last = _frames_upto(store, capture_id, at)
-        selected = name in FOLDED
-        key = (capture_id, name if selected else PARTS[name], at, last)
-        with self.lock:
-            if self._parted is not None and self._parted[0] == key:
-                return self._parted[1]
-        source = _source(store, capture_id)
-        r = None
-        if selected:
-            try:
-                r = fold_view(source, name, at)
-            except NotStreamable:
-                key = (capture_id, PARTS[name], at, last)
-        if r is None:
-            r = reconstruction(OpenCapture(source), at, parts=PARTS[name])
-        with self.lock:
-            self._parted = (key, r)
-        return r
+        kind = name if name in FOLDED else PARTS[name]
+        key = (capture_id, at, _frames_upto(store, capture_id, at))
+        while True:
+            with self.lock:
+                held = self._parted.get(kind)
+                if held is not None and held[0] == key:
+                    return held[1]
+                pending = self._folding.get((kind, key))
+                if pending is None:
+                    done = self._folding[(kind, key)] = threading.Event()
+                    self._parted.pop(kind, None)  # the last one goes before the next is made
+                    break
+            pending.wait()  # then the fold is kept, or it failed: fold here
+        try:
+            r = _fold_for(store, capture_id, name, at)
+            with self.lock:
+                self._parted[kind] = (key, r)
+            return r
+        finally:
+            with self.lock:
+                del self._folding[(kind, key)]
+            done.set()
 
     def current(self, store: Store, capture_id: int) -> Reconstruction:
         """The reconstruction of everything recorded so far (call with :attr:`lock` held)."""
@@ -361,6 +368,22 @@ class Folds:
         while len(self._folds) > self.keep:
             self._folds.popitem(last=False)
         return r
+
+
+def _fold_for(store: Store, capture_id: int, name: str, at: int | None) -> Reconstruction:
+    """:meth:`Folds.parted`'s fold of ``name`` up to ``at``."""
+    from acp_proxy.export.listing import fold_view
+    from acp_proxy.reading.capture import OpenCapture
+    from acp_proxy.reading.views import reconstruction
+    from acp_proxy.reconstruct.stream import FOLDED, NotStreamable
+
+    source = _source(store, capture_id)
+    if name in FOLDED:
+        try:
+            return fold_view(source, name, at)
+        except NotStreamable:
+            pass  # the parts, read whole where the frames' fields do not tell
+    return reconstruction(OpenCapture(source), at, parts=PARTS[name])
 
 
 def _view_function(name: str) -> Callable[[Reconstruction], Any]:
@@ -384,36 +407,54 @@ def _source(store: Store, capture_id: int) -> Any:
     return Source(store.capture(str(capture_id)), f"capture {capture_id}", store=store)
 
 
+STATE_ITEMS = 200
+"""Items of each list the state at a frame shows: the last ones (a million frames' turns,
+tool calls and the rest would be a hundred MB to send and to draw)."""
+
+
 def state_json(
     store: Store, capture_id: int, at: int, folds: Folds | None = None
 ) -> dict[str, Any]:
     """The reconstructed state after frame ``at``: what the user had seen by then, as the
-    views of the capture's tabs show it. Past :data:`FOLD_MAX` frames, each section as its
-    tab folds it: turns, tool calls and sessions from the sessions part (which keeps the
-    tool calls its turns list), terminals streamed, files from their frames."""
+    views of the capture's tabs show it — of turns, tool calls, terminals and files the last
+    :data:`STATE_ITEMS`, with how many there are in ``counts``. Past :data:`FOLD_MAX`
+    frames, each section as its tab folds it: turns, tool calls and sessions from the
+    sessions part (which keeps the tool calls its turns list), terminals streamed, files
+    from their frames."""
     if _frames_upto(store, capture_id, at) > FOLD_MAX:
         folds = folds or Folds()
         r = folds.parted(store, capture_id, "sessions", at)
-        turns, tools, sessions = rviews.turns_json(r), rviews.tools_json(r), rviews.sessions_json(r)
-        del r
-        return {
-            "at": at,
-            "turns": turns,
-            "tools": tools,
-            "terminals": folds.view(store, capture_id, "terminals", at),
-            "files": folds.view(store, capture_id, "files", at),
-            "sessions": sessions,
-        }
-    frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
-    r = reconstruct(frames, at=at)
+        turns, tools, sessions = _last_turns(r), _last_tools(r), rviews.sessions_json(r)
+        del r  # the sessions part may go before the next fold is made
+        terminals = folds.view(store, capture_id, "terminals", at)
+        files = folds.view(store, capture_id, "files", at)
+    else:
+        r = reconstruct((sf.frame for sf in store.frames(capture_id, upto_seq=at)), at=at)
+        turns, tools, sessions = _last_turns(r), _last_tools(r), rviews.sessions_json(r)
+        terminals, files = rviews.terminals_json(r), rviews.files_json(r)
     return {
         "at": at,
-        "turns": rviews.turns_json(r),
-        "tools": rviews.tools_json(r),
-        "terminals": rviews.terminals_json(r),
-        "files": rviews.files_json(r),
-        "sessions": rviews.sessions_json(r),
+        "turns": turns[1],
+        "tools": tools[1],
+        "terminals": terminals[-STATE_ITEMS:],
+        "files": files[-STATE_ITEMS:],
+        "sessions": sessions,
+        "counts": {
+            "turns": turns[0],
+            "tools": tools[0],
+            "terminals": len(terminals),
+            "files": len(files),
+        },
     }
+
+
+def _last_turns(r: Reconstruction) -> tuple[int, list[dict[str, Any]]]:
+    return len(r.turns), [rviews.turn_json(r, t) for t in r.turns[-STATE_ITEMS:]]
+
+
+def _last_tools(r: Reconstruction) -> tuple[int, list[dict[str, Any]]]:
+    calls = list(r.tool_calls.values())
+    return len(calls), [rviews.tool_json(tc) for tc in calls[-STATE_ITEMS:]]
 
 
 def search_json(

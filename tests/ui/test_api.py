@@ -176,12 +176,43 @@ def test_the_state_at_a_frame_of_a_large_capture_is_that_of_the_whole_fold(
     last = demo.conn.execute("SELECT MAX(seq) FROM messages WHERE capture_id = 1").fetchone()[0]
     ats = sorted({3, last // 2, last})
     whole = [api.state_json(demo, 1, at) for at in ats]
+    monkeypatch.setattr(api, "STATE_ITEMS", 1)  # a long capture's lists: the last items
+    cut = api.state_json(demo, 1, last)
     monkeypatch.setattr(api, "FOLD_MAX", 2)
     folds = Folds()
+    assert json_bytes(api.state_json(demo, 1, last, folds)) == json_bytes(cut)
+    monkeypatch.setattr(api, "STATE_ITEMS", 200)
     assert [json_bytes(api.state_json(demo, 1, at, folds)) for at in ats] == [
         json_bytes(w) for w in whole
     ]
-    assert whole[-1]["turns"] and whole[-1]["tools"] and whole[-1]["files"]
+    end = whole[-1]
+    assert end["turns"] and end["tools"] and end["files"] and end["terminals"]
+    assert cut["counts"] == {k: len(end[k]) for k in cut["counts"]}
+    assert all(cut[k] == end[k][-1:] for k in cut["counts"])
+
+
+def test_the_tabs_of_one_part_share_one_fold_made_once(
+    demo: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from acp_proxy.ui import api
+
+    monkeypatch.setattr(api, "FOLD_MAX", 10)
+    folds = Folds()
+    got: list[object] = []
+    asking = [
+        threading.Thread(target=lambda n=n: got.append(folds.parted(demo, 1, n, None)))
+        for n in ("turns", "sessions", "permissions", "messages")
+    ]
+    for t in asking:  # four tabs at once: one fold, the others wait for it
+        t.start()
+    for t in asking:
+        t.join()
+    assert len(got) == 4 and all(r is got[0] for r in got)
+    files = folds.parted(demo, 1, "files", None)  # another kind of fold keeps the first
+    assert folds.parted(demo, 1, "turns", None) is got[0] and files is not got[0]
+    assert folds.parted(demo, 1, "turns", 20) is not got[0]  # another frame, another fold
 
 
 def test_a_large_captures_session_tree_keeps_its_subagents(
