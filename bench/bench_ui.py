@@ -318,10 +318,13 @@ def bench_server(db: Path, frames: int) -> None:
         _stop(proc)
 
 
-# the order the page asks them in: a tab's list, then what it shows beside it
-VIEWS = ("turns", "permissions", "sessions", "messages", "tools", "mcp", "terminals", "diffs",
+# a tab's list, then what it shows beside it; the sessions tab first, the turns tab's page
+# after it (their fold made already: what is left is the page)
+VIEWS = ("sessions", "messages", "turns", "permissions", "tools", "mcp", "terminals", "diffs",
          "files")  # fmt: skip
 PAGED = ("turns", "permissions", "tools", "terminals", "diffs")
+SHARED = ("messages", "turns", "permissions")
+"""Views folded from the sessions part, folded by an earlier one here."""
 
 
 def _views(db: Path, frames: int) -> None:
@@ -335,7 +338,8 @@ def _views(db: Path, frames: int) -> None:
             query = "?limit=200" if view in PAGED else ""
             took, body = _get(url, f"/api/captures/1/view/{view}{query}")
             what = "refused" if body.startswith(b'{"error"') else f"{len(body) / 1e6:.1f} MB"
-            print(f"ui: the {view} view ({what}): {took * 1000:.0f} ms")
+            shared = ", the sessions part folded already" if view in SHARED else ""
+            print(f"ui: the {view} view ({what}{shared}): {took * 1000:.0f} ms")
         rss, hwm = _rss(proc.pid)
         print(f"ui server RSS after the views: {rss} MB (peak {hwm} MB)")
         at = frames - 1000
