@@ -2,8 +2,9 @@
 
 What belongs here: turning a read-only :class:`~acp_proxy.store.reader.Store` into the
 values the page shows — the capture list, a page of a capture's timeline, one frame in
-detail, the reconstruction views (at the end or at a frame: ``--at``), search hits and the
-exports, and a capture's log (the agent's stderr and the events). The rules are the other
+detail, search hits and the exports, and a capture's log (the agent's stderr and the
+events); the reconstruction views (at the end or at a frame: ``--at``) and the state at a
+frame are :mod:`acp_proxy.ui.folds`', re-exported here. The rules are the other
 packages': summaries and filters from
 :mod:`acp_proxy.text`, the fold and its views from :mod:`acp_proxy.reconstruct`,
 the exports from :mod:`acp_proxy.export`, search from :mod:`acp_proxy.store.search`.
@@ -12,27 +13,30 @@ Nothing here writes HTML: the page renders these values as text.
 
 from __future__ import annotations
 
-import os
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from acp_proxy.errors import UsageError
 from acp_proxy.protocol.jsonrpc import decode
-from acp_proxy.reading.views import PARTS_OF
-from acp_proxy.reconstruct import Reconstruction, reconstruct
-from acp_proxy.reconstruct import views as rviews
 from acp_proxy.reconstruct.timing import ms
-from acp_proxy.reconstruct.updates import SESSIONS
 from acp_proxy.store.endings import ending_events
 from acp_proxy.store.liveness import capture_state
 from acp_proxy.store.reader import Store, StoredFrame
 from acp_proxy.store.search import Cursor, search, terms
 from acp_proxy.text.captures import capture_row
 from acp_proxy.text.log import log_entries
+from acp_proxy.ui.folds import (
+    FOLD_MAX,
+    PARTED,
+    PARTS,
+    STATE_ITEMS,
+    STREAMED,
+    VIEWS,
+    Folds,
+    check_foldable,
+    state_json,
+)
 from acp_proxy.ui.frames import PAGE, frame_row, frames_page
 
 __all__ = [
@@ -56,28 +60,8 @@ __all__ = [
     "state_json",
 ]
 
-_FOLD_MAX_SET = os.environ.get("ACP_PROXY_UI_FOLD_MAX", "")
-FOLD_MAX = int(_FOLD_MAX_SET) if _FOLD_MAX_SET.isascii() and _FOLD_MAX_SET.isdigit() else 100_000
-"""The most frames the server folds whole (every part of the reconstruction, kept and brought
-up to date as a live capture grows): past it the memory a whole fold takes (hundreds of MB
-for a million frames) would break the server's budget, so each view is folded from the
-frames or the parts it needs alone (:meth:`Folds.view`), and the exports that need the
-whole fold (``html``, ``patch``, ``asciicast``) are refused with the command to run.
-``ACP_PROXY_UI_FOLD_MAX`` lowers it (the tests: a large capture without recording one)."""
 _RAW_SHOWN = 256 * 1024
 """Bytes of one frame shipped to the page (the exports have them all)."""
-
-VIEWS: dict[str, Callable[[Reconstruction], Any]] = {
-    "turns": rviews.turns_json,
-    "tools": rviews.tools_json,
-    "permissions": rviews.permissions_json,
-    "terminals": rviews.terminals_json,
-    "diffs": rviews.diffs_json,
-    "files": rviews.files_json,
-    "sessions": rviews.sessions_json,
-    "messages": rviews.session_messages_json,
-    "mcp": rviews.mcp_calls_json,
-}
 
 
 def capture_row_live(
@@ -198,263 +182,6 @@ def frame_detail(store: Store, capture_id: int, seq: int) -> dict[str, Any]:
         partner=_partner(store, f),
     )
     return row
-
-
-STREAMED = ("tools", "terminals", "diffs")
-"""The views the commands write as they fold only the frames they need: served at any
-size."""
-
-PARTS: dict[str, frozenset[str]] = {
-    **PARTS_OF,
-    "messages": frozenset({SESSIONS}),
-    "mcp": frozenset(),
-}
-"""The parts of a reconstruction each other view is folded from past :data:`FOLD_MAX`, the
-updates it only counts left unread, as ``show --view`` folds them: the messages between
-sessions and the MCP calls are folded whatever the parts (the sessions part is the one the
-sessions tab reads already). ``files`` and ``mcp`` are first folded from their frames
-alone (:data:`~acp_proxy.reconstruct.stream.FOLDED`), from their parts where that choice
-would not be exact."""
-PARTED = tuple(PARTS)
-
-_ITEMS: dict[str, Callable[[Reconstruction], tuple[list[Any], Callable[[Any], Any]]]] = {
-    "turns": lambda r: (r.turns, lambda t: rviews.turn_json(r, t)),
-    "permissions": lambda r: (r.permissions, rviews.permission_json),
-}
-"""The views whose page is made of its items alone (a million frames' turns take longer to
-write as JSON than the page to show)."""
-
-
-def _frames_upto(store: Store, capture_id: int, at: int | None) -> int:
-    row = store.conn.execute(
-        "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE capture_id = ?", [capture_id]
-    ).fetchone()
-    return int(row[0] + 1 if at is None else min(row[0], at) + 1)
-
-
-def page_of(items: Any, offset: int, limit: int) -> dict[str, Any]:
-    """``items[offset:offset + limit]`` with how many there are in all: a view shown a
-    page at a time."""
-    if not isinstance(items, list):
-        raise UsageError("this view is not a list: ask for it without limit")
-    offset = max(0, offset)
-    return {"items": items[offset : offset + max(1, limit)], "total": len(items), "offset": offset}
-
-
-def check_foldable(
-    store: Store, capture_id: int, at: int | None = None, limit: int | None = None
-) -> None:
-    """Refuse, with what to run instead, a fold of more than ``limit`` frames
-    (:data:`FOLD_MAX`)."""
-    limit = FOLD_MAX if limit is None else limit
-    frames = _frames_upto(store, capture_id, at)
-    if frames > limit:
-        raise UsageError(
-            f"too large to fold here ({frames} frames; the server folds at most {limit}): "
-            f"use acp-proxy show {capture_id} --view NAME [--at SEQ] or acp-proxy export"
-        )
-
-
-class Folds:
-    """Reconstructions of captures, kept for the last few looked at and brought up to date
-    by feeding only the frames recorded since (a live capture is folded once); past
-    :data:`FOLD_MAX` frames, the last view streamed and the last reconstruction of some
-    parts instead (the page asks for a view a page at a time, and the sessions tab for the
-    sessions and the messages between them, of one fold)."""
-
-    def __init__(self, keep: int = 2) -> None:
-        self.keep = keep
-        self.lock = threading.Lock()
-        self._folds: OrderedDict[int, tuple[Reconstruction, int]] = OrderedDict()
-        self._streamed: tuple[tuple[Any, ...], Any] | None = None
-        # per kind of fold (a view of FOLDED, or parts): the last one, and those being made
-        self._parted: dict[Any, tuple[tuple[Any, ...], Reconstruction]] = {}
-        self._folding: dict[tuple[Any, tuple[Any, ...]], threading.Event] = {}
-
-    def view(self, store: Store, capture_id: int, name: str, at: int | None = None) -> Any:
-        """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now).
-        Past :data:`FOLD_MAX` frames, ``tools``, ``terminals`` and ``diffs`` are streamed as
-        the commands stream them (only the frames the view needs are read), the others
-        folded from what they need (:meth:`parted`)."""
-        to_json = _view_function(name)
-        if _frames_upto(store, capture_id, at) > FOLD_MAX:
-            if name in STREAMED:
-                return self.streamed(store, capture_id, name, at)
-            return to_json(self.parted(store, capture_id, name, at))
-        if at is not None:
-            frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
-            return to_json(reconstruct(frames, at=at))
-        with self.lock:
-            return to_json(self.current(store, capture_id))
-
-    def page(
-        self, store: Store, capture_id: int, name: str, at: int | None, offset: int, limit: int
-    ) -> dict[str, Any]:
-        """A page of the view ``name`` (:func:`page_of`); of turns and permissions, only
-        the items of the page are made."""
-        items = _ITEMS.get(name)
-        if items is None:
-            return page_of(self.view(store, capture_id, name, at), offset, limit)
-        if _frames_upto(store, capture_id, at) > FOLD_MAX:
-            return _page_items(*items(self.parted(store, capture_id, name, at)), offset, limit)
-        if at is not None:
-            r = reconstruct((sf.frame for sf in store.frames(capture_id, upto_seq=at)), at=at)
-            return _page_items(*items(r), offset, limit)
-        with self.lock:
-            return _page_items(*items(self.current(store, capture_id)), offset, limit)
-
-    def streamed(self, store: Store, capture_id: int, name: str, at: int | None) -> Any:
-        """One of :data:`STREAMED`, written by the commands' streamed fold and read back;
-        the last one is kept (the page asks for it a page at a time)."""
-        import io
-
-        from acp_proxy.export.listing import write_view
-
-        last = _frames_upto(store, capture_id, at)
-        key = (capture_id, name, at, last)
-        with self.lock:
-            if self._streamed is not None and self._streamed[0] == key:
-                return self._streamed[1]
-        out = io.BytesIO()
-        write_view(_source(store, capture_id), name, out, at=at)
-        value = orjson.loads(out.getvalue())
-        with self.lock:
-            self._streamed = (key, value)
-        return value
-
-    def parted(self, store: Store, capture_id: int, name: str, at: int | None) -> Reconstruction:
-        """What the view ``name`` (one of :data:`PARTED`) is made from, up to frame ``at``:
-        ``files`` and ``mcp`` folded from the frames they need alone where that is exact,
-        else (and the others) from the parts of :data:`PARTS`, as ``show --view`` folds
-        them. The last fold of each kind is kept — the views of one part share it: the
-        turns, permissions and sessions tabs, the messages between sessions —, and a fold
-        being made is waited for, not made twice (two tabs opened at once)."""
-        from acp_proxy.reconstruct.stream import FOLDED
-
-        kind = name if name in FOLDED else PARTS[name]
-        key = (capture_id, at, _frames_upto(store, capture_id, at))
-        while True:
-            with self.lock:
-                held = self._parted.get(kind)
-                if held is not None and held[0] == key:
-                    return held[1]
-                pending = self._folding.get((kind, key))
-                if pending is None:
-                    done = self._folding[(kind, key)] = threading.Event()
-                    self._parted.pop(kind, None)  # the last one goes before the next is made
-                    break
-            pending.wait()  # then the fold is kept, or it failed: fold here
-        try:
-            r = _fold_for(store, capture_id, name, at)
-            with self.lock:
-                self._parted[kind] = (key, r)
-            return r
-        finally:
-            with self.lock:
-                del self._folding[(kind, key)]
-            done.set()
-
-    def current(self, store: Store, capture_id: int) -> Reconstruction:
-        """The reconstruction of everything recorded so far (call with :attr:`lock` held)."""
-        r, last = self._folds.pop(capture_id, (None, -1))
-        if r is None:
-            r = reconstruct(sf.frame for sf in store.frames(capture_id))
-            last = r.last_seq if r.last_seq is not None else -1
-        else:
-            for sf in store.frames(capture_id, after_seq=last):
-                r.feed(sf.frame)
-                last = sf.seq
-        self._folds[capture_id] = (r, last)
-        while len(self._folds) > self.keep:
-            self._folds.popitem(last=False)
-        return r
-
-
-def _fold_for(store: Store, capture_id: int, name: str, at: int | None) -> Reconstruction:
-    """:meth:`Folds.parted`'s fold of ``name`` up to ``at``."""
-    from acp_proxy.export.listing import fold_view
-    from acp_proxy.reading.capture import OpenCapture
-    from acp_proxy.reading.views import reconstruction
-    from acp_proxy.reconstruct.stream import FOLDED, NotStreamable
-
-    source = _source(store, capture_id)
-    if name in FOLDED:
-        try:
-            return fold_view(source, name, at)
-        except NotStreamable:
-            pass  # the parts, read whole where the frames' fields do not tell
-    return reconstruction(OpenCapture(source), at, parts=PARTS[name])
-
-
-def _view_function(name: str) -> Callable[[Reconstruction], Any]:
-    to_json = VIEWS.get(name)
-    if to_json is None:
-        raise UsageError(f"no view {name!r} (choose from {', '.join(VIEWS)})")
-    return to_json
-
-
-def _page_items(
-    items: list[Any], to_json: Callable[[Any], Any], offset: int, limit: int
-) -> dict[str, Any]:
-    offset = max(0, offset)
-    page = [to_json(x) for x in items[offset : offset + max(1, limit)]]
-    return {"items": page, "total": len(items), "offset": offset}
-
-
-def _source(store: Store, capture_id: int) -> Any:
-    from acp_proxy.store.refs import Source
-
-    return Source(store.capture(str(capture_id)), f"capture {capture_id}", store=store)
-
-
-STATE_ITEMS = 200
-"""Items of each list the state at a frame shows: the last ones (a million frames' turns,
-tool calls and the rest would be a hundred MB to send and to draw)."""
-
-
-def state_json(
-    store: Store, capture_id: int, at: int, folds: Folds | None = None
-) -> dict[str, Any]:
-    """The reconstructed state after frame ``at``: what the user had seen by then, as the
-    views of the capture's tabs show it — of turns, tool calls, terminals and files the last
-    :data:`STATE_ITEMS`, with how many there are in ``counts``. Past :data:`FOLD_MAX`
-    frames, each section as its tab folds it: turns, tool calls and sessions from the
-    sessions part (which keeps the tool calls its turns list), terminals streamed, files
-    from their frames."""
-    if _frames_upto(store, capture_id, at) > FOLD_MAX:
-        folds = folds or Folds()
-        r = folds.parted(store, capture_id, "sessions", at)
-        turns, tools, sessions = _last_turns(r), _last_tools(r), rviews.sessions_json(r)
-        del r  # the sessions part may go before the next fold is made
-        terminals = folds.view(store, capture_id, "terminals", at)
-        files = folds.view(store, capture_id, "files", at)
-    else:
-        r = reconstruct((sf.frame for sf in store.frames(capture_id, upto_seq=at)), at=at)
-        turns, tools, sessions = _last_turns(r), _last_tools(r), rviews.sessions_json(r)
-        terminals, files = rviews.terminals_json(r), rviews.files_json(r)
-    return {
-        "at": at,
-        "turns": turns[1],
-        "tools": tools[1],
-        "terminals": terminals[-STATE_ITEMS:],
-        "files": files[-STATE_ITEMS:],
-        "sessions": sessions,
-        "counts": {
-            "turns": turns[0],
-            "tools": tools[0],
-            "terminals": len(terminals),
-            "files": len(files),
-        },
-    }
-
-
-def _last_turns(r: Reconstruction) -> tuple[int, list[dict[str, Any]]]:
-    return len(r.turns), [rviews.turn_json(r, t) for t in r.turns[-STATE_ITEMS:]]
-
-
-def _last_tools(r: Reconstruction) -> tuple[int, list[dict[str, Any]]]:
-    calls = list(r.tool_calls.values())
-    return len(calls), [rviews.tool_json(tc) for tc in calls[-STATE_ITEMS:]]
 
 
 def search_json(

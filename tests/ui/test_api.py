@@ -153,13 +153,13 @@ def test_stats_per_method_and_error_code(demo: Store) -> None:
 def test_a_large_captures_view_is_folded_from_what_it_needs(
     demo: Store, monkeypatch: pytest.MonkeyPatch, view: str
 ) -> None:
-    from acp_proxy.ui import api
+    from acp_proxy.ui import folds as ui_folds
 
     folded = Folds().view(demo, 1, view)
     whole_page = Folds().page(demo, 1, view, None, 1, 2)
-    monkeypatch.setattr(api, "FOLD_MAX", 10)  # the demo is now "too large to fold here"
+    monkeypatch.setattr(ui_folds, "FOLD_MAX", 10)  # the demo is now "too large to fold here"
     with pytest.raises(UsageError, match="too large to fold"):
-        api.check_foldable(demo, 1)  # what the exports that need the whole fold ask
+        ui_folds.check_foldable(demo, 1)  # what the exports that need the whole fold ask
     folds = Folds()
     streamed = folds.view(demo, 1, view)
     assert json_bytes(streamed) == json_bytes(folded)
@@ -171,18 +171,18 @@ def test_a_large_captures_view_is_folded_from_what_it_needs(
 def test_the_state_at_a_frame_of_a_large_capture_is_that_of_the_whole_fold(
     demo: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from acp_proxy.ui import api
+    from acp_proxy.ui import folds as ui_folds
 
     last = demo.conn.execute("SELECT MAX(seq) FROM messages WHERE capture_id = 1").fetchone()[0]
     ats = sorted({3, last // 2, last})
-    whole = [api.state_json(demo, 1, at) for at in ats]
-    monkeypatch.setattr(api, "STATE_ITEMS", 1)  # a long capture's lists: the last items
-    cut = api.state_json(demo, 1, last)
-    monkeypatch.setattr(api, "FOLD_MAX", 2)
+    whole = [ui_folds.state_json(demo, 1, at) for at in ats]
+    monkeypatch.setattr(ui_folds, "STATE_ITEMS", 1)  # a long capture's lists: the last items
+    cut = ui_folds.state_json(demo, 1, last)
+    monkeypatch.setattr(ui_folds, "FOLD_MAX", 2)
     folds = Folds()
-    assert json_bytes(api.state_json(demo, 1, last, folds)) == json_bytes(cut)
-    monkeypatch.setattr(api, "STATE_ITEMS", 200)
-    assert [json_bytes(api.state_json(demo, 1, at, folds)) for at in ats] == [
+    assert json_bytes(ui_folds.state_json(demo, 1, last, folds)) == json_bytes(cut)
+    monkeypatch.setattr(ui_folds, "STATE_ITEMS", 200)
+    assert [json_bytes(ui_folds.state_json(demo, 1, at, folds)) for at in ats] == [
         json_bytes(w) for w in whole
     ]
     end = whole[-1]
@@ -196,9 +196,9 @@ def test_the_tabs_of_one_part_share_one_fold_made_once(
 ) -> None:
     import threading
 
-    from acp_proxy.ui import api
+    from acp_proxy.ui import folds as ui_folds
 
-    monkeypatch.setattr(api, "FOLD_MAX", 10)
+    monkeypatch.setattr(ui_folds, "FOLD_MAX", 10)
     folds = Folds()
     got: list[object] = []
     asking = [
@@ -223,7 +223,7 @@ def test_a_large_captures_session_tree_keeps_its_subagents(
     from support.paths import TESTS
     from support.proc import PROXY
 
-    from acp_proxy.ui import api
+    from acp_proxy.ui import folds as ui_folds
 
     recording = TESTS / "data" / "replay" / "v2-two-children.jsonl"
     subprocess.run([*PROXY, "import", "--db", str(db), str(recording)], check=True,
@@ -231,7 +231,7 @@ def test_a_large_captures_session_tree_keeps_its_subagents(
     store = Store(db, readonly=True)
     folded = Folds().view(store, 1, "sessions")
     assert any(s.get("parentSessionId") for s in folded)  # children under their parent
-    monkeypatch.setattr(api, "FOLD_MAX", 3)
+    monkeypatch.setattr(ui_folds, "FOLD_MAX", 3)
     assert Folds().view(store, 1, "sessions") == json.loads(json.dumps(folded))
 
 
