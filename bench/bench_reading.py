@@ -41,6 +41,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import orjson
 
@@ -138,11 +139,22 @@ def _proc_cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def catch_up(frames: int, code: Path = ROOT) -> tuple[float, float, float | None, int]:
+class CatchUp(NamedTuple):
+    """What :func:`catch_up` measured."""
+
+    stored: float  # frames a second until the last one was committed
+    exited: float  # frames a second until the recorder exited (it waits for the index)
+    cpu: float  # the recorder's CPU seconds
+    search: float | None  # the first search of what it recorded
+    left: int  # frames it left for that search to index
+
+
+def catch_up(frames: int, code: Path = ROOT) -> CatchUp:
     """The recorder storing ``frames`` 200-byte message chunks handed to it at once (a
-    flood it catches up with): frames a second until it exited, its CPU seconds, then the
-    seconds of the first ``search`` of what it recorded, and how many rows it left for that
-    search to index."""
+    flood it catches up with): frames a second until the last was committed and until it
+    exited (at its end it waits, at most two seconds, for the search index to reach its
+    last rows), its CPU seconds, then the seconds of the first ``search`` of what it
+    recorded, and how many rows it left for that search to index."""
     line = (
         b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":'
         b'{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"'
@@ -168,7 +180,21 @@ def catch_up(frames: int, code: Path = ROOT) -> tuple[float, float, float | None
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         block = chunk * 256
+        total = 1 + frames // 256 * 256
+        stored = [0.0]
+
+        def watch() -> None:  # when the last frame is committed
+            conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+            try:
+                while (conn.execute("SELECT MAX(id) FROM messages").fetchone()[0] or 0) < total:
+                    time.sleep(0.01)
+            finally:
+                conn.close()
+            stored[0] = time.perf_counter()
+
+        watcher = threading.Thread(target=watch, daemon=True)
         t0 = time.perf_counter()
+        watcher.start()
         for _ in range(frames // 256):
             tap.chunk(Direction.AGENT_TO_CLIENT, block)
         for d in Direction:
@@ -176,6 +202,7 @@ def catch_up(frames: int, code: Path = ROOT) -> tuple[float, float, float | None
         tap.close(exit_code=0)
         link.close(wait=600)
         sampler.join()
+        watcher.join()
         cpu = last[0]
         took = time.perf_counter() - t0
         left = _unindexed(db)
@@ -183,7 +210,8 @@ def catch_up(frames: int, code: Path = ROOT) -> tuple[float, float, float | None
         if code is not None:
             os.chmod(db, 0o600)
             search = timed(db, ["search", "needle-nowhere"], code)[0]
-    return (frames // 256 * 256) / took, cpu - cpu0, search, left
+    n = frames // 256 * 256
+    return CatchUp(n / (stored[0] - t0), n / took, cpu - cpu0, search, left)
 
 
 def _unindexed(db: Path) -> int:
@@ -248,13 +276,14 @@ def main() -> None:
         for _, code in codes[1:]:
             shutil.rmtree(code.parent, ignore_errors=True)
     if a.catch_up:
-        rate, cpu, search, left = catch_up(a.catch_up)
+        c = catch_up(a.catch_up)
         print(
-            f"  recorder catch-up, {a.catch_up:,} frames of 200 B: {rate:,.0f} frames/s "
-            f"({cpu:.2f} cpu s, {a.catch_up / cpu:,.0f} frames a cpu second)"
+            f"  recorder catch-up, {a.catch_up:,} frames of 200 B: {c.stored:,.0f} frames/s "
+            f"to the last commit, {c.exited:,.0f} to its exit ({c.cpu:.2f} cpu s, "
+            f"{a.catch_up / c.cpu:,.0f} frames a cpu second)"
         )
-        print(f"  first search of that capture: {search:.2f} s "
-              f"({left:,} frames left unindexed by the recorder)")  # fmt: skip
+        print(f"  first search of that capture: {c.search:.2f} s "
+              f"({c.left:,} frames left unindexed by the recorder)")  # fmt: skip
     print(f"load at the end {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -22,7 +22,7 @@ from acp_proxy.reading.capture import OpenCapture
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct import views as rviews
 from acp_proxy.reconstruct.updates import CHUNKS, FILES, SESSIONS
-from acp_proxy.store.scan import CHUNK, COUNTED, fold_rows
+from acp_proxy.store.scan import CHUNK, COUNTED, UNREAD, fold_rows
 
 T = TypeVar("T")
 
@@ -106,13 +106,17 @@ def _fold_parts(
     cap: OpenCapture, parts: frozenset[str], at: int | None, progress: ReadProgress | None
 ) -> Reconstruction:
     """The fold of ``parts`` from the database: the updates it only counts are counted from
-    the fields the recorder derived, their bytes left unread."""
+    the fields the recorder derived, and the frames of methods it keeps nothing of
+    (another part's) only numbered, their bytes left unread."""
     store = cap.source.store
     assert store is not None
     r = Reconstruction(parts)
     feed, count, chunk, loads = r.feed, r.feed_counted, r.feed_chunk, orjson.loads
+    unread = r.feed_unread
     tick = progress.advance if progress is not None else None
-    rows = fold_rows(store.conn, cap.id, counted=r.counted, chunks=CHUNKS, upto_seq=at)
+    rows = fold_rows(
+        store.conn, cap.id, counted=r.counted, chunks=CHUNKS, unread=r.unread, upto_seq=at
+    )
     directions = {d.value: d for d in Direction}
     opcodes: dict[str | None, Opcode | None] = {None: None, **{o.value: o for o in Opcode}}
     with collector.paused():  # the fold makes no cycles
@@ -122,6 +126,8 @@ def _fold_parts(
             elif how == CHUNK:
                 assert raw is not None
                 chunk(seq, t_ns, sid or "", kind, loads(raw)["params"]["update"])
+            elif how == UNREAD:
+                unread(seq)
             else:
                 assert raw is not None
                 feed(Frame(seq, directions[d], t_ns, raw, bool(terminated), opcodes.get(opcode)))

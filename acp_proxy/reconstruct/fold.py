@@ -32,6 +32,10 @@ __all__ = ["OUTPUT_UPDATES", "TERMINAL_ANSWERS", "Reconstruction", "reconstruct"
 _C2A = Direction.CLIENT_TO_AGENT
 _TERMINAL_EVENTS = frozenset({"terminal/kill", "terminal/release", "terminal/cancel"})
 TERMINAL_ANSWERS = frozenset({"terminal/output", "terminal/wait_for_exit"})
+TERMINAL_METHODS = _TERMINAL_EVENTS | TERMINAL_ANSWERS | {"terminal/create"}
+"""Every method of the client's terminals: only the ``terminals`` part reads them."""
+FILE_METHODS = frozenset({"fs/read_text_file", "fs/write_text_file"})
+"""Every method of the client's files: only the ``files`` part reads them."""
 """v1 requests whose answer changes the terminal they name (``params.terminalId``)."""
 
 
@@ -93,6 +97,25 @@ class Reconstruction(Fold):
         self.frames += 1
         self.last_seq = seq
         self.count_update(sid, kind, seq, t_ns)
+
+    @property
+    def unread(self) -> frozenset[str]:
+        """The methods whose requests, notifications and answers this fold keeps nothing
+        of (the parts it leaves out handle them): a reader may hand such a frame to
+        :meth:`feed_unread` unparsed, when it is one the recorder found nothing odd in (the
+        recorder pairs an answer with its request as the fold would, so the answer's
+        method is its request's). A terminal's polling is much of a large capture."""
+        unread: frozenset[str] = frozenset()
+        if not self._keep_terminals:
+            unread |= TERMINAL_METHODS
+        if not self._keep_files:
+            unread |= FILE_METHODS
+        return unread
+
+    def feed_unread(self, seq: int) -> None:
+        """Fold frame ``seq``, of one of the :attr:`unread` methods: as :meth:`feed` would."""
+        self.frames += 1
+        self.last_seq = seq
 
     def feed_chunk(self, seq: int, t_ns: int, sid: str, kind: str, update: dict[str, Any]) -> None:
         """Fold frame ``seq``, a ``session/update`` notification of one of the

@@ -18,7 +18,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-__all__ = ["EVERY_BYTES", "Checkpointer"]
+__all__ = ["EVERY_BYTES", "Checkpointer", "beside"]
 
 EVERY_BYTES = 32 * 1024 * 1024
 
@@ -60,3 +60,15 @@ class Checkpointer:
             with contextlib.suppress(sqlite3.Error):
                 self._conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
                 self.done += 1
+
+
+def beside(db_path: Path, conn: sqlite3.Connection) -> Checkpointer | None:
+    """Checkpoints of ``db_path`` beside the writer ``conn`` instead of in its commits
+    (whose automatic ones are turned off); None — SQLite's own, in the commits — when the
+    checkpointer's connection cannot open."""
+    try:
+        checkpointer = Checkpointer(db_path)
+    except sqlite3.Error:
+        return None
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    return checkpointer

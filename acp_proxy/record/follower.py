@@ -8,9 +8,10 @@ Once the recorder has committed :data:`START_AFTER` rows, the follower runs in a
 its own (``python -m acp_proxy.record.follower DB``): indexing costs about as much CPU as
 recording, and a thread of the recorder's process would take that from the recorder itself
 (they share the interpreter: a flood of a million frames was recorded 40 % slower with a
-thread, docs/performance.md). The process indexes what is committed in transactions of
-:data:`BATCH` rows, waits a little when it is behind by little, and when its standard input
-closes — the recorder is done, or gone — it indexes what is left and exits.
+thread, docs/performance.md), and at a lower priority (:data:`NICENESS`). The process
+indexes what is committed in transactions of :data:`BATCH` rows, waits a little when it is
+behind by little, and when its standard input closes — the recorder is done, or gone — it
+indexes what is left and exits.
 
 When the relay is gone the recorder calls :meth:`Follower.finish`: it waits for the process
 (at most :data:`FINISH_S`), or, for a capture too small to have started one, indexes the
@@ -33,7 +34,7 @@ from acp_proxy.errors import ProxyError
 from acp_proxy.store.db import connect
 from acp_proxy.store.index import catch_up
 
-__all__ = ["BATCH", "FINISH_S", "START_AFTER", "Follower", "follow"]
+__all__ = ["BATCH", "FINISH_S", "NICENESS", "START_AFTER", "Follower", "follow"]
 
 BATCH = 5000
 """Rows indexed in one transaction of the index file (its lock alone: the recorder never
@@ -144,8 +145,15 @@ def follow(db_path: Path) -> int:
         conn.close()
 
 
+NICENESS = 10
+"""How much lower the follower's scheduling priority is than the recorder's: where the two
+want one core (a loaded machine), storing frames comes first and indexing waits."""
+
+
 def main() -> int:
     """``python -m acp_proxy.record.follower DB``, started by :class:`Follower`."""
+    with contextlib.suppress(OSError, AttributeError):  # a platform without nice: equal
+        os.nice(NICENESS)
     return follow(Path(sys.argv[1]))
 
 

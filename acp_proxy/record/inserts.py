@@ -11,7 +11,7 @@ import sqlite3
 from itertools import chain
 from typing import Any
 
-from acp_proxy.protocol.jsonrpc import Info
+from acp_proxy.protocol.jsonrpc import Info, Kind
 from acp_proxy.record.core.rows import FrameRow
 
 __all__ = ["FRAME_COLUMNS", "FrameInserter", "info_values"]
@@ -30,6 +30,28 @@ _Shape = tuple[str, int, tuple[tuple[str, str], ...]]
 _FULL: _Shape = (_FULL_COLUMNS, 18, ())
 _LEAN: _Shape = (_LEAN_COLUMNS, 10, ())
 _LEAN_TEXT: _Shape = (_LEAN_COLUMNS, 10, (("opcode", "'text'"),))
+_UPDATE_COLUMNS = "seq, t_ns, raw, size, session_id, update_kind"
+
+
+def _update_shape(direction: str, opcode: str | None) -> _Shape:
+    constants = [
+        ("direction", f"'{direction}'"),
+        ("kind", "'notification'"),
+        ("method", "'session/update'"),
+        ("terminated", "1"),
+    ]
+    if opcode is not None:
+        constants.append(("opcode", f"'{opcode}'"))
+    return (_UPDATE_COLUMNS, 6, tuple(constants))
+
+
+_UPDATES: dict[tuple[str, str | None], _Shape] = {
+    (d, o): _update_shape(d, o) for d in ("c2a", "a2c") for o in (None, "text")
+}
+"""The shapes of a terminated ``session/update`` notification with only the common fields
+(most of a long capture), by direction and opcode: all but six columns are constants of
+the statement (ours, never a peer's text)."""
+_SESSION_UPDATE = "session/update"
 
 
 def info_values(i: Info) -> tuple[Any, ...]:
@@ -74,30 +96,40 @@ class FrameInserter:
         per-row overhead are paid once for many rows). Frames with nothing but the common
         fields — most notifications — go through a statement that binds only those:
         binding a parameter, even a NULL, is most of an insert's cost; a WebSocket text
-        message's opcode is a constant of that statement, not a parameter. Rows go in
+        message's opcode is a constant of that statement, not a parameter, and so is all
+        of a plain ``session/update`` but its seq, time, bytes, size, session and kind
+        (:data:`_UPDATES`). Rows go in
         ``seq`` order, a run of one shape at a time, so rowid order stays the capture's."""
         shape: _Shape = _FULL
         run: list[tuple[Any, ...]] = []
+        append = run.append
         for r in rows:
             if r.parts is not None:
                 self._insert(cid, shape, run)
                 run = []
+                append = run.append
                 self._long_frame(cid, r)
                 continue
             i = r.info
             opcode = r.opcode
+            values: tuple[Any, ...]
             if (
-                r.request_seq is None
-                and not r.anomalies
-                and i.id is None
-                and i.tool_call_id is None
-                and i.terminal_id is None
-                and i.error_code is None
-                and (opcode is None or opcode == "text")
+                r.request_seq is not None
+                or r.anomalies
+                or i.id is not None
+                or i.tool_call_id is not None
+                or i.terminal_id is not None
+                or i.error_code is not None
+                or not (opcode is None or opcode == "text")
             ):
+                now, values = _FULL, _frame_values(r)
+            elif i.method == _SESSION_UPDATE and r.terminated and i.kind == Kind.NOTIFICATION:
+                now = _UPDATES[r.direction, opcode]
+                values = (r.seq, r.t_ns, r.raw, len(r.raw), i.session_id, i.update_kind)
+            else:
                 now = _LEAN if opcode is None else _LEAN_TEXT
                 raw = r.raw
-                values: tuple[Any, ...] = (
+                values = (
                     r.seq,
                     r.direction,
                     r.t_ns,
@@ -109,12 +141,11 @@ class FrameInserter:
                     i.session_id,
                     i.update_kind,
                 )
-            else:
-                now, values = _FULL, _frame_values(r)
             if now is not shape:
                 self._insert(cid, shape, run)
                 shape, run = now, []
-            run.append(values)
+                append = run.append
+            append(values)
         self._insert(cid, shape, run)
 
     def _insert(self, cid: int, shape: _Shape, rows: list[tuple[Any, ...]]) -> None:

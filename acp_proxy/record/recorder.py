@@ -28,7 +28,7 @@ from acp_proxy import events
 from acp_proxy.errors import StoreError
 from acp_proxy.protocol.jsonrpc import Info, Kind
 from acp_proxy.record import spill
-from acp_proxy.record.checkpoint import Checkpointer
+from acp_proxy.record.checkpoint import Checkpointer, beside
 from acp_proxy.record.core.machine import Core
 from acp_proxy.record.core.rows import FrameRow, Row
 from acp_proxy.record.core.state import Resume
@@ -45,7 +45,9 @@ from acp_proxy.store.db import now_iso
 __all__ = ["Recorder"]
 
 Warn = Callable[[str], None]
-_SPARSE = 64  # fewer records than this in a batch: wait a moment for more
+# fewer records and bytes than these in a batch: sparse traffic, wait a moment for more (a
+# flood comes in records of many lines: a few of them are no trickle)
+_SPARSE, _SPARSE_BYTES = 64, 64 * 1024
 _COALESCE_S = 0.003
 _COLLECT_EVERY_S = 10.0  # when the child turned automatic collection off
 _RETRY_S = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
@@ -107,7 +109,7 @@ class Recorder:
         start = self.db.journal_position(self.journal) or 0
         reader = self._reader = JournalReader(self.db_path, self.journal, self._bell, start)
         self._position = start
-        self._checkpointer = _checkpointer(self.db)
+        self._checkpointer = beside(self.db.path, self.db.conn)
         follower = self._follower = Follower(self.db_path)
         done = False
         try:
@@ -117,13 +119,14 @@ class Recorder:
                         return self._leave(self._failing or "the database refused")
                     time.sleep(max(0.01, self._next_try - time.monotonic()))
                     continue
+                before = reader.read_bytes
                 batch = reader.read(timeout=0)
                 if batch == []:  # idle: a moment to collect cycles, then wait for more
                     self._collect_when_idle()
                     batch = reader.read(timeout=None)
                 if batch is None:
                     break
-                if len(batch) < _SPARSE:
+                if len(batch) < _SPARSE and reader.read_bytes - before < _SPARSE_BYTES:
                     time.sleep(_COALESCE_S)  # sparse traffic: batch what follows with it
                     batch += reader.read(timeout=0) or []
                 self._feed(batch)
@@ -368,17 +371,6 @@ class Recorder:
         else:
             self._warn(f"warning: {self.db_path} could not be written ({why}); nothing was kept")
         return 1
-
-
-def _checkpointer(db: Database) -> Checkpointer | None:
-    """Checkpoints beside the recorder (:mod:`acp_proxy.record.checkpoint`) instead of in
-    its commits; None (SQLite's own, in the commits) when its connection cannot open."""
-    try:
-        checkpointer = Checkpointer(db.path)
-    except sqlite3.Error:
-        return None
-    db.conn.execute("PRAGMA wal_autocheckpoint = 0")
-    return checkpointer
 
 
 def _transient(why: str) -> bool:

@@ -196,10 +196,16 @@ class Database:
 
     def _write(self, rows: Sequence[Row]) -> None:
         frames: dict[str, list[FrameRow]] = {}
+        uid, run = None, None  # the capture of the last frame and its list (most run on)
         for r in rows:
-            if isinstance(r, FrameRow):
-                frames.setdefault(r.uid, []).append(r)
+            if r.__class__ is FrameRow:
+                assert isinstance(r, FrameRow)
+                if r.uid != uid or run is None:
+                    uid = r.uid
+                    run = frames.setdefault(uid, [])
+                run.append(r)
                 continue
+            uid, run = None, None
             if frames:  # keep order: frames before what follows them (marks, fields)
                 self._frames(frames)
                 frames = {}

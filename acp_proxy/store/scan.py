@@ -15,7 +15,16 @@ import sqlite3
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
-__all__ = ["BATCH", "CHUNK", "COUNTED", "WHOLE", "fold_rows", "frame_window", "matching_seqs"]
+__all__ = [
+    "BATCH",
+    "CHUNK",
+    "COUNTED",
+    "UNREAD",
+    "WHOLE",
+    "fold_rows",
+    "frame_window",
+    "matching_seqs",
+]
 
 BATCH = 8192
 """Frames read from the cursor at once."""
@@ -69,35 +78,41 @@ def fold_rows(
     *,
     counted: Collection[str],
     chunks: Collection[str] = (),
+    unread: Collection[str] = (),
     upto_seq: int | None = None,
 ) -> Iterator[tuple[int, int, str, int, bytes | None, int, str | None, str | None, str]]:
     """The frames of a capture for a fold that only counts the ``session/update`` kinds
-    ``counted`` and reads the ``chunks`` kinds from their update alone: ``(how, seq,
-    direction, t_ns, raw, terminated, opcode, session_id, update_kind)`` in ``seq`` order,
-    as stored (``direction`` and ``opcode`` their text), from a cursor.
-    ``how`` is :data:`COUNTED` (``raw`` None: not read) or :data:`CHUNK` for a notification
-    of those kinds the recorder read whole and found nothing odd in, else :data:`WHOLE`."""
+    ``counted``, reads the ``chunks`` kinds from their update alone and keeps nothing of
+    the methods ``unread``: ``(how, seq, direction, t_ns, raw, terminated, opcode,
+    session_id, update_kind)`` in ``seq`` order, as stored (``direction`` and ``opcode``
+    their text), from a cursor. ``how`` is :data:`COUNTED` (``raw`` None: not read) or
+    :data:`CHUNK` for a notification of those kinds, :data:`UNREAD` (``raw`` None) for a
+    frame of those methods, each when the recorder read it whole and found nothing odd in
+    it, else :data:`WHOLE`."""
     plain = "kind = 'notification' AND method = 'session/update' AND anomalies IS NULL"
     how = (
         f"CASE WHEN {plain} AND update_kind IN ({_marks(counted)}) THEN {COUNTED}"
-        f" WHEN {plain} AND update_kind IN ({_marks(chunks)}) THEN {CHUNK} ELSE {WHOLE} END"
+        f" WHEN {plain} AND update_kind IN ({_marks(chunks)}) THEN {CHUNK}"
+        f" WHEN anomalies IS NULL AND method IN ({_marks(unread)}) THEN {UNREAD}"
+        f" ELSE {WHOLE} END"
     )
     inner = (
         f"SELECT {how} AS how, seq, direction, t_ns, raw, terminated, opcode, session_id,"
         " update_kind FROM messages WHERE capture_id = ?"
     )
-    args: list[Any] = [*counted, *chunks, capture_id]
+    args: list[Any] = [*counted, *chunks, *unread, capture_id]
     if upto_seq is not None:
         inner += " AND seq <= ?"
         args.append(upto_seq)
     sql = (
-        f"SELECT how, seq, direction, t_ns, CASE WHEN how = {COUNTED} THEN NULL ELSE raw END,"
+        f"SELECT how, seq, direction, t_ns, CASE WHEN how IN ({COUNTED}, {UNREAD}) THEN NULL"
+        " ELSE raw END,"
         f" terminated, opcode, session_id, update_kind FROM ({inner} ORDER BY seq)"
     )
     return conn.execute(sql, args)
 
 
-WHOLE, COUNTED, CHUNK = 0, 1, 2
+WHOLE, COUNTED, CHUNK, UNREAD = 0, 1, 2, 3
 """How :func:`fold_rows` hands a frame over."""
 
 

@@ -2,8 +2,9 @@
 views past the fold limit (the messages between sessions, the MCP calls, the tool calls of
 the state at a frame), fold only the parts they show, count a terminal's updates (and the
 message chunks, where sessions are not kept) from the fields the recorder derived without
-reading their bytes, and fold message chunks from their update alone
-(acp_proxy/reading/views.py ``PARTS_OF``, acp_proxy/ui/api.py ``PARTS``): their JSON, byte
+reading their bytes, number the frames of methods they keep nothing of (a terminal's, a
+file's) without reading them, and fold message chunks from their update alone
+(acp_proxy/reading/views.py ``PARTS_OF``, acp_proxy/ui/folds.py ``PARTS``): their JSON, byte
 for byte, and text are those of the fold of every frame — for the bundled captures, at
 points along them and per session, and hostile ones."""
 
@@ -97,6 +98,28 @@ _PROMPTS = st.builds(
     st.integers(0, 3),
 )  # fmt: skip
 
+_ASKS = st.builds(  # the agent's requests, some of methods the sessions part keeps nothing of,
+    lambda method, n, sid: {"jsonrpc": "2.0", "id": n, "method": method,  # ids that collide
+                            "params": {"sessionId": sid, "terminalId": "t", "path": "/a",
+                                       "toolCall": {"toolCallId": "c"}, "options": []}},
+    st.sampled_from(["terminal/create", "terminal/output", "terminal/wait_for_exit",
+                     "terminal/release", "fs/read_text_file", "fs/write_text_file",
+                     "session/request_permission"]),
+    st.integers(1, 3),
+    _SIDS,
+)  # fmt: skip
+_ANSWERS = st.builds(
+    lambda n, ok: {"jsonrpc": "2.0", "id": n, "result": {"outcome": {"outcome": "cancelled"},
+                   "terminalId": "t", "output": "o", "content": "x"}} if ok else
+                  {"jsonrpc": "2.0", "id": n, "error": {"code": -1, "message": "no"}},
+    st.integers(1, 3),
+    st.booleans(),
+)  # fmt: skip
+_CANCELS = st.builds(
+    lambda n: {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": n}},
+    st.integers(1, 3),
+)
+
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -113,6 +136,8 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 lambda m: (None, json.dumps(m).encode(), None)
             ),
             _PROMPTS.map(lambda m: ("c2a", json.dumps(m).encode(), None)),
+            st.one_of(_ASKS, _CANCELS).map(lambda m: (None, json.dumps(m).encode(), None)),
+            _ANSWERS.map(lambda m: ("c2a", json.dumps(m).encode(), None)),
         ),
         max_size=30,
     ),

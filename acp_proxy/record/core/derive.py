@@ -16,6 +16,7 @@ from acp_proxy.protocol.envelopes import INITIALIZE_METHODS
 from acp_proxy.protocol.frames import Direction
 from acp_proxy.protocol.jsonrpc import Info, Kind, classify
 from acp_proxy.protocol.skim import HEAD, SKIM_ABOVE, skim
+from acp_proxy.protocol.templates import message_chunk
 from acp_proxy.record.core.rows import FrameRow, ItemRow, Row
 from acp_proxy.record.core.state import CaptureState, StreamState, json_text
 from acp_proxy.record.core.wire import Stream
@@ -30,6 +31,7 @@ _DIRECTION: dict[int, Direction] = {
 _DIRECTION_TEXT: dict[int, str] = {Stream.C2A: "c2a", Stream.A2C: "a2c"}
 
 _MAX_U16 = 0xFFFF
+_SESSION_UPDATE = "session/update"
 
 
 def frame_rows(
@@ -54,7 +56,12 @@ def frame_rows(
         st.chunk_first_seq = seq
     t = t_abs - cap.started_ns
     direction = _DIRECTION[s]
-    info = classify_frame(raw, parts, opcode)
+    plain = parts is None and opcode != "binary" and len(raw) < SKIM_ABOVE
+    chunk = message_chunk(raw) if plain else None
+    if chunk is not None:  # most of a long capture: known by its bytes, not parsed
+        info = Info(Kind.NOTIFICATION, _SESSION_UPDATE, None, chunk[0], chunk[1])
+    else:
+        info = classify_frame(raw, parts, opcode)
     anomalies = info.anomalies
     if extra or st.resumed or st.undelivered:
         anomalies = [*anomalies, *extra]
