@@ -215,6 +215,37 @@ def test_the_tabs_of_one_part_share_one_fold_made_once(
     assert folds.parted(demo, 1, "turns", 20) is not got[0]  # another frame, another fold
 
 
+def test_a_large_capture_the_recorder_could_not_describe_is_folded_from_every_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from support.messages import frames_of, import_frames, initialize
+
+    from acp_proxy.protocol.frames import Direction
+    from acp_proxy.ui import folds as ui_folds
+
+    agent, client = Direction.AGENT_TO_CLIENT, Direction.CLIENT_TO_AGENT
+    write = {"sessionId": "s", "path": "/w/f", "content": "x"}
+    mcp = {"serverId": "m", "requestId": "r1", "method": "tools/call", "params": {"name": "o"}}
+    lines = [
+        *initialize(2),
+        # a batch: its entries' answers cannot be found by a frame's seq
+        (agent, [{"jsonrpc": "2.0", "id": 1, "method": "fs/write_text_file", "params": write}]),
+        (client, {"jsonrpc": "2.0", "id": 1, "result": {}}),
+        (agent, {"jsonrpc": "2.0", "id": 2, "method": "mcp/message", "params": mcp}),
+        (client, {"jsonrpc": "2.0", "id": 2, "result": {"result": {"content": []}}}),
+    ]
+    raws = [(d, json.dumps(m).encode(), None) for d, m in lines]
+    cid = import_frames(tmp_path / "c.sqlite", frames_of(raws), tmp_path)  # type: ignore[arg-type]
+    store = Store(tmp_path / "c.sqlite", readonly=True)
+    views = ("diffs", "files", "mcp", "tools")
+    whole = {v: Folds().page(store, cid, v, None, 0, 10) for v in views}
+    assert whole["diffs"]["items"] and whole["files"]["items"] and whole["mcp"]["items"]
+    monkeypatch.setattr(ui_folds, "FOLD_MAX", 1)
+    folds = Folds()
+    assert {v: folds.page(store, cid, v, None, 0, 10) for v in views} == whole
+    assert {v: folds.view(store, cid, v) for v in views} == {v: whole[v]["items"] for v in views}
+
+
 def test_a_large_captures_session_tree_keeps_its_subagents(
     db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
