@@ -164,8 +164,9 @@ def _import_journal(db: Database, journal: str, warn: Warn) -> ImportResult:
             result.cut = reader.finish()
             gone = [uid for uid in core.captures().values() if not _relay_alive(db, uid)]
             if gone:
-                core.finish(now_iso())
+                core.finish(now_iso())  # they end at their last record (no noticed_ns)
                 db.write(core.take(), journal, position)
+                _dated_by_their_end(db, gone)
             reader.remove_before(position + (1 << 40))
             db.forget_journal(journal)
             done = True
@@ -189,3 +190,26 @@ def _relay_alive(db: Database, uid: str) -> bool:
         "SELECT proxy_pid, proxy_start FROM captures WHERE uid = ?", [uid]
     ).fetchone()
     return row is not None and liveness.alive(row[0], row[1])
+
+
+def _dated_by_their_end(db: Database, uids: list[str]) -> None:
+    """A capture closed here, its relay long gone, ended at its last record: its
+    ``ended_at`` is that moment on the wall clock (its start and what it lasted), not the
+    moment the journal was brought in."""
+    from datetime import datetime, timedelta
+
+    for uid in uids:
+        row = db.conn.execute(
+            "SELECT started_at, ended_ns FROM captures WHERE uid = ?", [uid]
+        ).fetchone()
+        if row is None or row[0] is None or row[1] is None:
+            continue
+        try:
+            start = datetime.fromisoformat(str(row[0]).replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        end = start + timedelta(microseconds=row[1] // 1000)
+        db.conn.execute(
+            "UPDATE captures SET ended_at = ? WHERE uid = ?",
+            [end.isoformat(timespec="milliseconds").replace("+00:00", "Z"), uid],
+        )

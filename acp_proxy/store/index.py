@@ -19,20 +19,16 @@ database) before they answer.
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
 
-from acp_proxy.errors import StoreError
 from acp_proxy.events import describe
 from acp_proxy.sgr import strip
-from acp_proxy.store.private import refusal
+from acp_proxy.store.indexfile import SCHEMA, attach, index_tables, search_path
 
 __all__ = [
     "SCHEMA",
@@ -50,20 +46,6 @@ __all__ = [
     "stderr_text",
     "unindex_capture",
 ]
-
-SCHEMA = "search"
-"""The name the index file is attached under."""
-FORMAT = 1
-"""The index file's ``user_version``: the text its rows went in with. A row of a contentless
-index is taken out with that very text, so a file of another format is made again."""
-_TABLES = (
-    "CREATE VIRTUAL TABLE IF NOT EXISTS search.frames_fts USING fts5("
-    "text, content = '', columnsize = 0, tokenize = 'unicode61 remove_diacritics 2')",
-    "CREATE VIRTUAL TABLE IF NOT EXISTS search.notes_fts USING fts5("
-    "text, content = '', columnsize = 0, tokenize = 'unicode61 remove_diacritics 2')",
-    "CREATE TABLE IF NOT EXISTS search.search_index (name TEXT PRIMARY KEY, upto INTEGER NOT NULL)",
-    "INSERT OR IGNORE INTO search.search_index VALUES ('frames', 0), ('stderr', 0), ('events', 0)",
-)
 
 _PARSED_MAX = 4 << 20
 """Frames larger than this are indexed as text, not walked as JSON."""
@@ -166,92 +148,6 @@ SOURCES = (
         lambda row: event_text(str(row[0]), row[1]),
     ),
 )
-
-
-def index_tables() -> tuple[str, ...]:
-    """The statements that make the index file's tables, in the schema ``search``."""
-    return _TABLES
-
-
-def search_path(db: Path) -> Path:
-    """The index file of the database ``db``: ``<db>.search`` beside it."""
-    return db.with_name(db.name + ".search")
-
-
-def _main_path(conn: sqlite3.Connection) -> Path | None:
-    for _, name, file in conn.execute("PRAGMA database_list"):
-        if name == "main":
-            return Path(file) if file else None
-    return None
-
-
-def _attached(conn: sqlite3.Connection) -> bool:
-    return any(row[1] == SCHEMA for row in conn.execute("PRAGMA database_list"))
-
-
-def attach(conn: sqlite3.Connection, *, create: bool = False) -> bool:
-    """Attach the index file of ``conn``'s database as ``search``; whether it is attached.
-
-    Without ``create``, a database never indexed has no file and nothing is attached. With
-    it, the file is made (0600) and its tables too. A file others can read or write is
-    refused (:class:`StoreError`), as the database is. Not inside a transaction."""
-    if _attached(conn):
-        return True
-    db = _main_path(conn)
-    if db is None:
-        return False
-    path = search_path(db)
-    if not path.exists():
-        if not create:
-            return False
-        _create(path)
-    problem = refusal(path)
-    if problem is not None:
-        raise StoreError(f"refusing the search index: {problem}")
-    conn.execute(f"ATTACH DATABASE ? AS {SCHEMA}", [str(path)])
-    (found,) = conn.execute(f"PRAGMA {SCHEMA}.user_version").fetchone()
-    if found != FORMAT:  # indexed with other text: its rows could not be taken out
-        conn.execute(f"DETACH DATABASE {SCHEMA}")
-        _set_aside(path)
-        return attach(conn, create=create)
-    conn.execute(f"PRAGMA {SCHEMA}.synchronous = NORMAL")  # as the database's (WAL)
-    return True
-
-
-def _set_aside(path: Path) -> None:
-    """An index file of another format out of the way (one still writing it writes to a
-    file no one reads); the next search makes a new one."""
-    aside = path.with_name(f"{path.name}.{os.getpid()}.old")
-    with contextlib.suppress(FileNotFoundError):
-        os.replace(path, aside)
-    for leftover in (aside, Path(f"{path}-wal"), Path(f"{path}-shm")):  # a new file's names
-        with contextlib.suppress(OSError):
-            leftover.unlink()
-
-
-def _create(path: Path) -> None:
-    """A new index file at ``path`` (0600, WAL), its tables made beside it first and the
-    whole file linked into place: a reader never finds it without its tables, and of
-    several processes making it at once one wins and the others use its file."""
-    part = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.new")
-    try:
-        os.close(os.open(part, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-        own = sqlite3.connect(part, isolation_level=None)
-        try:
-            own.execute("PRAGMA journal_mode = WAL")
-            for sql in index_tables():
-                own.execute(sql.replace(f"{SCHEMA}.", "main.", 1))
-            own.execute(f"PRAGMA user_version = {FORMAT}")
-        finally:
-            own.close()  # the last connection: its log is folded in and removed
-        with contextlib.suppress(FileExistsError):
-            os.link(part, path)
-    except OSError as e:
-        raise StoreError(f"cannot create the search index {path}: {e.strerror}") from e
-    finally:
-        for leftover in (part, Path(f"{part}-wal"), Path(f"{part}-shm")):
-            with contextlib.suppress(OSError):
-                leftover.unlink()
 
 
 def indexed_upto(conn: sqlite3.Connection, source: str = "frames") -> int:

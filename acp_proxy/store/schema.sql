@@ -246,3 +246,11 @@ INSERT INTO search_index VALUES ('events', 0);
 DROP TABLE IF EXISTS frames_fts;
 DROP TABLE IF EXISTS notes_fts;
 DROP TABLE IF EXISTS search_index;
+
+-- migration: 8
+-- Which database this is: a random token made once. The search index beside it
+-- (<db>.search) keeps the token of the database it indexes, so an index left by a
+-- database deleted and made again, or by another copied over it, is not taken for this
+-- one's (its rows would name other frames).
+CREATE TABLE IF NOT EXISTS identity (token TEXT NOT NULL);
+INSERT INTO identity SELECT lower(hex(randomblob(16))) WHERE NOT EXISTS (SELECT 1 FROM identity);

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,35 @@ def test_a_journal_both_processes_left_is_shown_then_brought_in(db: Path) -> Non
     counts = sorted(n for (n,) in db_rows(db, "SELECT message_count FROM captures"))
     assert counts == [0, 50_000]
     assert "never brought in" not in cli(db, "captures").stderr
+
+
+def test_a_journal_of_a_killed_relay_brought_in_later_ends_at_its_last_record(db: Path) -> None:
+    # both processes killed mid-flood: no CLOSE record; brought in a while later, the
+    # capture ended when its last record was written, not when it was brought in
+    proc = _flood(db, 5000)
+    recorder = _recorder(db)
+    os.kill(recorder, signal.SIGSTOP)
+    assert proc.stderr is not None
+    wait_for = time.monotonic() + 30
+    while not list(db.parent.glob(f"{db.name}.journal.*.acp")) and time.monotonic() < wait_for:
+        time.sleep(0.02)
+    time.sleep(0.3)  # the flood is in the journal
+    proc.kill()
+    proc.wait(timeout=60)
+    os.kill(recorder, signal.SIGKILL)
+    while recorder_processes(db) and time.monotonic() < wait_for:
+        time.sleep(0.02)
+    time.sleep(1.5)  # later
+    before = time.time()
+    imported = cli(db, "import-spill")
+    assert imported.returncode == 0, imported.stderr
+    [(started, ended, ended_ns, reason)] = db_rows(
+        db, "SELECT started_at, ended_at, ended_ns, end_reason FROM captures"
+    )
+    assert reason == "proxy_gone"
+    start, end = (datetime.fromisoformat(t.replace("Z", "+00:00")) for t in (started, ended))
+    assert end.timestamp() < before - 1, (started, ended, before)
+    assert abs((end - start).total_seconds() - ended_ns / 1e9) < 0.002
 
 
 def test_a_recorder_killed_while_its_relay_closes_is_replaced(db: Path) -> None:

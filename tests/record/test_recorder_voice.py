@@ -17,16 +17,22 @@ from pathlib import Path
 
 from support.proc import PROXY, db_rows, peer, recorder_processes, wait_recorded
 
+from acp_proxy.record.sqlite import Database
+
 
 def test_stderr_closes_with_the_relay_while_the_recorder_catches_up(db: Path) -> None:
-    """A flood leaves the recorder far behind when the relay exits: the editor's stderr
-    ends with the relay all the same."""
+    """The recorder is held behind (the database locked) when the relay exits: the
+    editor's stderr ends with the relay all the same, and the recorder then stores all."""
+    Database(db).close()  # the schema, so that the lock below is on a recording database
+    locker = sqlite3.connect(db, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")  # held until the relay's stderr has closed
     proc = subprocess.Popen(
         [*PROXY, "record", "--db", str(db), "--",
-         *peer("lifecycle_agent.py", "flood", "600000")],
+         *peer("lifecycle_agent.py", "flood", "20000")],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        env={**os.environ, "ACP_PROXY_RECORDER_PATIENCE": "120"},  # waits for the lock
     )  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     ended = threading.Event()
@@ -40,15 +46,19 @@ def test_stderr_closes_with_the_relay_while_the_recorder_catches_up(db: Path) ->
 
     reader = threading.Thread(target=read_stderr, daemon=True)
     reader.start()
-    proc.stdin.close()  # the flood agent exits once its stdin is closed
-    forwarded = 0
-    while chunk := proc.stdout.read1(1 << 20):  # type: ignore[attr-defined]
-        forwarded += chunk.count(b"\n")
-    assert proc.wait(timeout=60) == 0 and forwarded == 600_000
-    assert ended.wait(timeout=60), "the relay's stderr stayed open after it exited"
+    try:
+        proc.stdin.close()  # the flood agent exits once its stdin is closed
+        forwarded = 0
+        while chunk := proc.stdout.read1(1 << 20):  # type: ignore[attr-defined]
+            forwarded += chunk.count(b"\n")
+        assert proc.wait(timeout=60) == 0 and forwarded == 20_000
+        assert ended.wait(timeout=60), "the relay's stderr stayed open after it exited"
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
     wait_recorded(db)
-    assert recorders_at_eof, "the recorder had caught up already: the flood proves nothing"
-    assert db_rows(db, "SELECT message_count FROM captures") == [(600_000,)]
+    assert recorders_at_eof, "no recorder was left behind: the lock proves nothing"
+    assert db_rows(db, "SELECT message_count FROM captures") == [(20_000,)]
 
 
 def test_what_the_recorder_says_after_the_relay_goes_is_logged_and_recorded(

@@ -63,7 +63,7 @@ def test_migration_5_moves_raw_last_and_keeps_every_row_and_view(tmp_path: Path)
         "SELECT m.capture_id, m.seq FROM frames_fts f JOIN messages m ON m.id = f.rowid "
         "WHERE frames_fts MATCH 'initialize' ORDER BY f.rowid DESC"
     ).fetchall()
-    assert migrate(conn) == schema_migrations()[-1][0] == 7
+    assert migrate(conn) == schema_migrations()[-1][0] == 8
     columns = [r[1] for r in conn.execute("PRAGMA table_info(messages)")]
     assert columns[-1] == "raw"
     # ids kept: the index made again in its own file finds the same frames
@@ -83,7 +83,7 @@ def test_a_migrated_database_records_and_reads_as_a_new_one(tmp_path: Path) -> N
     r = run_proxy(db, ["cat"], b'{"jsonrpc":"2.0","method":"_after","params":{}}\n')
     assert r.returncode == 0, r.stderr
     conn = sqlite3.connect(db)
-    assert conn.execute("SELECT MAX(version) FROM schema_version").fetchone() == (7,)
+    assert conn.execute("SELECT MAX(version) FROM schema_version").fetchone() == (8,)
     assert conn.execute(
         "SELECT id, capture_id, seq, method FROM messages WHERE capture_id = 3 ORDER BY seq"
     ).fetchall() == [(59, 3, 0, "_after"), (60, 3, 1, "_after")]

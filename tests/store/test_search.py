@@ -106,6 +106,20 @@ def test_an_index_file_of_another_format_is_made_again(db: Path, tmp_path: Path)
     assert stat.S_IMODE(search_path(db).stat().st_mode) == 0o600
 
 
+def test_an_index_file_left_by_another_database_is_made_again(db: Path, tmp_path: Path) -> None:
+    # the database was deleted and made again (or another copied over it) beside the index
+    # of the old one: that index names a database this is not, and its rows other frames
+    _record(db, tmp_path, [b'{"jsonrpc":"2.0","method":"x/y","params":{"w":"oldword"}}'] * 3)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    assert search_path(db).exists()
+    _record(db, tmp_path, [b'{"jsonrpc":"2.0","method":"x/y","params":{"w":"newword"}}'])
+    conn = connect(db, create=False)
+    assert search(conn, "oldword") == []
+    assert [(h.capture_id, h.seq) for h in search(conn, "newword")] == [(1, 0)]
+    assert stat.S_IMODE(search_path(db).stat().st_mode) == 0o600
+
+
 def test_new_frames_are_indexed_incrementally(db: Path, tmp_path: Path) -> None:
     _record(db, tmp_path, [b'{"jsonrpc":"2.0","method":"one/first"}'])
     _unindexed(db)
