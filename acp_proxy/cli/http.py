@@ -64,6 +64,7 @@ def http(
     head_timeout: float,
     body_timeout: float,
     idle_timeout: float,
+    close_timeout: float,
 ) -> None:
     """Relay an agent's Streamable HTTP endpoint, recording every message.
 
@@ -86,7 +87,9 @@ def http(
         raise UsageError("--upstream-http2 always needs an http:// upstream (h2c)")
     host, port = listen_address(listen)
     check_token(token)
-    settings = listener_settings(max_size, max_queue, None, max_connections, max_in_flight)
+    settings = listener_settings(
+        max_size, max_queue, None, max_connections, max_in_flight, close_timeout
+    )
     check_listen_address(host, token)
     config = ServeConfig(
         host=host,

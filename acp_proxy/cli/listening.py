@@ -15,6 +15,7 @@ import click
 
 from acp_proxy.cli.common import Int, Seconds
 from acp_proxy.transports.timeouts import Timeouts
+from acp_proxy.transports.websocket import WsSettings
 
 __all__ = [
     "allow_host_option",
@@ -111,6 +112,10 @@ def listener_options(too_big: str) -> Callable[[F], F]:
                      "parameter value as sent (by default only values of headers known to hold "
                      "no secret, such as Host, User-Agent or Origin, are stored)."),
         click.option("--label", help="A note stored with each capture."),
+        click.option("--close-timeout", type=Seconds(), default=WsSettings().close_timeout,
+                     show_default=True, metavar="SECONDS", help="How long a WebSocket "
+                     "closing (ours, or at a stop signal) waits for the other side's close "
+                     "frame before the connection is dropped."),
         allow_host_option,
     ]  # fmt: skip
 

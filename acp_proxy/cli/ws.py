@@ -52,6 +52,7 @@ def listener_settings(
     ping_interval: float | None,
     max_connections: int,
     max_in_flight: int,
+    close_timeout: float = WsSettings().close_timeout,
 ) -> WsSettings:
     """The settings of a relaying listener, its options checked."""
     if max_size < 1:
@@ -71,6 +72,7 @@ def listener_settings(
         max_queue=max_queue,
         ping_interval=ping_interval,
         ping_timeout=ping_interval,
+        close_timeout=close_timeout,
     )
 
 
@@ -154,6 +156,7 @@ def ws(
     head_timeout: float,
     body_timeout: float,
     idle_timeout: float,
+    close_timeout: float,
 ) -> None:
     """Accept WebSocket clients and relay each one, recording every message.
 
@@ -181,7 +184,9 @@ def ws(
 
         check_command(argv)
     check_token(token)
-    settings = listener_settings(max_size, max_queue, ping_interval, max_connections, max_in_flight)
+    settings = listener_settings(
+        max_size, max_queue, ping_interval, max_connections, max_in_flight, close_timeout
+    )
     check_listen_address(host, token)
     config = ServeConfig(
         host=host,

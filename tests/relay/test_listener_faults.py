@@ -88,6 +88,8 @@ async def _flooded(case: str, tmp_path: Path) -> AsyncIterator[Listener]:
             upstream = ws_up.replace("ws://", "http://")
         agent = flood_agent(tmp_path) if what == "agent" else None
         grace = ("--grace", "0.5") if agent else ()  # an agent's grace, kept short
+        if kind in ("ws", "http"):  # and the wait for a close frame that never comes
+            grace += ("--close-timeout", "1")
         async with running(
             kind, tmp_path, *grace, upstream=upstream, agent=agent, recording=flood
         ) as listener:

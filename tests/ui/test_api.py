@@ -55,15 +55,26 @@ def test_frames_page_scans_a_bounded_number(demo: Store) -> None:
     assert [f["seq"] for f in page["frames"]] == [41, 42] and not page["done"]
 
 
+_EMPTY: dict[Path, bytes] = {}  # the schema and one capture, made once per directory
+
+
 def _one_frame_db(path: Path, raw: bytes, opcode: str | None) -> Store:
+    empty = _EMPTY.get(path.parent)
+    if empty is None:  # every migration, each its own commit: made once, then copied
+        made = path.with_name("empty.sqlite")
+        conn = sqlite3.connect(made)
+        conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TEXT)")
+        for _, sql in schema_migrations():
+            conn.executescript(sql)
+        conn.execute(
+            "INSERT INTO captures (id, uid, transport, started_at, started_ns, proxy_version) "
+            "VALUES (1, 'u', 'ws', 'x', 0, 'p')"
+        )
+        conn.commit()
+        conn.close()
+        empty = _EMPTY[path.parent] = made.read_bytes()
+    path.write_bytes(empty)
     conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL, applied_at TEXT)")
-    for _, sql in schema_migrations():
-        conn.executescript(sql)
-    conn.execute(
-        "INSERT INTO captures (id, uid, transport, started_at, started_ns, proxy_version) "
-        "VALUES (1, 'u', 'ws', 'x', 0, 'p')"
-    )
     conn.execute(
         "INSERT INTO messages (capture_id, seq, direction, t_ns, raw, terminated, opcode, size, "
         "kind) VALUES (1, 0, 'a2c', 0, ?, 0, ?, ?, 'invalid')",
