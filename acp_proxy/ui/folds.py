@@ -127,9 +127,11 @@ class Folds:
         self.lock = threading.Lock()
         self._folds: OrderedDict[int, tuple[Reconstruction, int]] = OrderedDict()
         self._streamed: tuple[tuple[Any, ...], Any] | None = None
-        # per kind of fold (a view of FOLDED, or parts): the last one, and those being made
+        # per kind of fold (a view of FOLDED, or parts): the last one, and the one being
+        # made — one at a time of each kind, so a live capture's refreshes, each of a new
+        # frame, wait in turn rather than hold a fold each
         self._parted: dict[Any, tuple[tuple[Any, ...], Reconstruction]] = {}
-        self._folding: dict[tuple[Any, tuple[Any, ...]], threading.Event] = {}
+        self._folding: dict[Any, threading.Event] = {}
 
     def view(self, store: Store, capture_id: int, name: str, at: int | None = None) -> Any:
         """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now).
@@ -205,7 +207,9 @@ class Folds:
         else (and the others) from the parts of :data:`PARTS`, as ``show --view`` folds
         them. The last fold of each kind is kept — the views of one part share it: the
         turns, permissions and sessions tabs, the messages between sessions —, and a fold
-        being made is waited for, not made twice (two tabs opened at once)."""
+        being made is waited for, not made twice (two tabs opened at once); folds of one
+        kind are made one at a time, so memory holds at most two of a kind (the one being
+        made and one handed out), whatever is asked at once."""
         from acp_proxy.reconstruct.stream import FOLDED
 
         kind = name if name in FOLDED else PARTS[name]
@@ -216,12 +220,12 @@ class Folds:
                 if held is not None and held[0] == key:
                     return held[1]
                 held = None  # the last one goes before the next is made: nothing holds it
-                pending = self._folding.get((kind, key))
+                pending = self._folding.get(kind)
                 if pending is None:
-                    done = self._folding[(kind, key)] = threading.Event()
+                    done = self._folding[kind] = threading.Event()
                     self._parted.pop(kind, None)
                     break
-            pending.wait()  # then the fold is kept, or it failed: fold here
+            pending.wait()  # then it is kept (the one asked for?), or it failed: see again
         try:
             r = _fold_for(store, capture_id, name, at)
             with self.lock:
@@ -229,7 +233,7 @@ class Folds:
             return r
         finally:
             with self.lock:
-                del self._folding[(kind, key)]
+                del self._folding[kind]
             done.set()
 
     def current(self, store: Store, capture_id: int) -> Reconstruction:

@@ -224,6 +224,16 @@ def test_the_tabs_of_one_part_share_one_fold_made_once(
     files = folds.parted(demo, 1, "files", None)  # another kind of fold keeps the first
     assert folds.parted(demo, 1, "turns", None) is got[0] and files is not got[0]
     assert folds.parted(demo, 1, "turns", 20) is not got[0]  # another frame, another fold
+    at: dict[int | None, object] = {}
+    asking = [  # two frames at once: one fold after the other, each of its own frame
+        threading.Thread(target=lambda a=a: at.update({a: folds.parted(demo, 1, "turns", a)}))
+        for a in (None, 30)
+    ]
+    for t in asking:
+        t.start()
+    for t in asking:
+        t.join()
+    assert at[None].last_seq > at[30].last_seq == 30  # type: ignore[attr-defined]
 
 
 def test_a_large_capture_the_recorder_could_not_describe_is_folded_from_every_frame(
