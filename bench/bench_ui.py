@@ -249,12 +249,7 @@ def _rss(pid: int) -> tuple[int, int]:
 
 
 def bench_server(db: Path, frames: int) -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "acp_proxy", "ui", "--db", str(db), "--listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE,
-    )
-    assert proc.stdout is not None
-    url = proc.stdout.readline().decode().split(" at ")[1].strip()
+    proc, url = _serve(db)
     try:
         results = []
         t_head, _ = _get(url, "/api/captures/1")
@@ -307,28 +302,76 @@ def bench_server(db: Path, frames: int) -> None:
             took, body = _get(url, "/api/search?q=" + q)
             hits = len(orjson.loads(body)["hits"])
             results.append((f"{label} ({hits} hits)", took))
-        for view in ("turns", "tools", "terminals", "diffs"):
-            took, body = _get(url, f"/api/captures/1/view/{view}?limit=200")
-            what = "refused" if body.startswith(b'{"error"') else f"{len(body) / 1e6:.1f} MB"
-            results.append((f"the {view} view ({what})", took))
         for label, took in results:
             print(f"ui: {label}: {took * 1000:.0f} ms")
         rss, hwm = _rss(proc.pid)
         print(f"ui server RSS after these: {rss} MB (peak {hwm} MB)")
-        _browser(url)
+    finally:
+        _stop(proc)
+    _views(db, frames)
+    proc, url = _serve(db)  # a fresh server: the tabs find no fold made yet
+    try:
+        _browser(url, frames)
         rss, hwm = _rss(proc.pid)
         print(f"ui server RSS after the browser: {rss} MB (peak {hwm} MB)")
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            print("ui server: not stopped 60 s after SIGINT; killed")
-            proc.kill()
-            proc.wait(30)
+        _stop(proc)
 
 
-def _browser(url: str) -> None:
+# a tab's list, then what it shows beside it; the sessions tab first, the turns tab's page
+# after it (their fold made already: what is left is the page)
+VIEWS = ("sessions", "messages", "turns", "permissions", "tools", "mcp", "terminals", "diffs",
+         "files")  # fmt: skip
+PAGED = ("turns", "permissions", "tools", "terminals", "diffs")
+SHARED = ("messages", "turns", "permissions")
+"""Views folded from the sessions part, folded by an earlier one here."""
+
+
+def _views(db: Path, frames: int) -> None:
+    """Each view's route and the state at a frame near the end, on a fresh server: how long
+    each takes (those of one part share its fold: the first pays for it), what it sends,
+    and the server's memory after them all (the views folded from the sessions part come
+    first, so the peak is theirs)."""
+    proc, url = _serve(db)
+    try:
+        for view in VIEWS:
+            query = "?limit=200" if view in PAGED else ""
+            took, body = _get(url, f"/api/captures/1/view/{view}{query}")
+            what = "refused" if body.startswith(b'{"error"') else f"{len(body) / 1e6:.1f} MB"
+            shared = ", the sessions part folded already" if view in SHARED else ""
+            print(f"ui: the {view} view ({what}{shared}): {took * 1000:.0f} ms")
+        rss, hwm = _rss(proc.pid)
+        print(f"ui server RSS after the views: {rss} MB (peak {hwm} MB)")
+        at = frames - 1000
+        took, body = _get(url, f"/api/captures/1/state?at={at}")
+        what = "refused" if body.startswith(b'{"error"') else f"{len(body) / 1e6:.1f} MB"
+        print(f"ui: the state at frame {at} ({what}): {took * 1000:.0f} ms")
+        rss, hwm = _rss(proc.pid)
+        print(f"ui server RSS after the state: {rss} MB (peak {hwm} MB)")
+    finally:
+        _stop(proc)
+
+
+def _serve(db: Path) -> tuple[subprocess.Popen[bytes], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "acp_proxy", "ui", "--db", str(db), "--listen", "127.0.0.1:0"],
+        stdout=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().decode().split(" at ")[1].strip()
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        print("ui server: not stopped 60 s after SIGINT; killed")
+        proc.kill()
+        proc.wait(30)
+
+
+def _browser(url: str, frames: int) -> None:
     if not Path("/usr/bin/chromium").exists():
         return
     try:
@@ -356,6 +399,7 @@ def _browser(url: str) -> None:
         page.wait_for_selector("#frame-detail mark")
         print(f"browser: search, click the hit, its frame shown: {time.perf_counter() - t0:.2f} s")
         _every_tab(page, url)
+        _state(page, url, frames - 1000)
         b.close()
 
 
@@ -373,6 +417,7 @@ def _every_tab(page: Any, url: str) -> None:
     )
     for tab in ("f", "stats", "log", "turns", "tools", "permissions", "terminals", "diffs",
                 "files", "sessions"):  # fmt: skip
+        # the turns tab folds the sessions part: the permissions and sessions tabs find it
         page.goto(url + "#/")
         page.wait_for_selector("#captures tr")
         t0 = time.perf_counter()
@@ -387,6 +432,19 @@ def _every_tab(page: Any, url: str) -> None:
         verdict = "met" if took <= TAB_LIMIT_S and not refused else "NOT met"
         name = "timeline" if tab == "f" else tab
         print(f"browser: the {name} tab: {took:.2f} s, {what} ({verdict}: {TAB_LIMIT_S:.0f} s)")
+
+
+def _state(page: Any, url: str, at: int) -> None:
+    """The state at frame ``at`` (a frame's detail, its "State at this frame" button): the
+    time until its sections are shown."""
+    page.goto(url + f"#/c/1/f/{at}")
+    page.wait_for_selector("#state-button")
+    t0 = time.perf_counter()
+    page.click("#state-button")
+    page.wait_for_selector("#state-box h2, #state-box p.odd", timeout=600_000)
+    took = time.perf_counter() - t0
+    refused = page.locator("#state-box p.odd").count() > 0
+    print(f"browser: the state at frame {at}: {took:.2f} s, {'refused' if refused else 'shown'}")
 
 
 def main() -> None:

@@ -32,6 +32,7 @@ from acp_proxy.protocol.frames import Frame
 from acp_proxy.reading import EndNotes, OpenCapture, open_capture, plain_frames, reconstruction
 from acp_proxy.reading.views import (
     PARTS_OF,
+    SELECTED,
     STREAMED,
     VIEWS,
     view_reconstruction,
@@ -89,7 +90,7 @@ def _view_reconstruction(
 ) -> Reconstruction:
     """What the text of ``view`` is made from: from the frames it needs alone where that
     is exact (the cost of its ``--json``), else from every frame."""
-    if not cap.is_file and view in STREAMED:
+    if not cap.is_file and view in SELECTED:
         with _progress(cap.capture, at) as p:
             r = view_reconstruction(cap, view, at, session=session, progress=p)
         if r is not None:

@@ -30,8 +30,8 @@ from acp_proxy.reconstruct.stream import (
     Row,
     Selection,
     fold_selected,
+    selection_of,
     stream_view,
-    text_selection,
 )
 from acp_proxy.reconstruct.views import change_json, terminal_json, tool_json
 from acp_proxy.store.refs import Source
@@ -43,6 +43,7 @@ __all__ = [
     "Ticker",
     "fold_view",
     "item_bytes",
+    "spool_view",
     "write_list",
     "write_view",
 ]
@@ -81,6 +82,7 @@ class Spool:
         self._offsets = array("q")
         self._ends = array("q")
         self._size = 0
+        self._order: array[int] | None = None
 
     def add(self, position: int, item: Any) -> None:
         body = memoryview(json_bytes([item]))[2:-2]  # item_bytes(), without copying it
@@ -93,6 +95,28 @@ class Spool:
         self._offsets[position] = self._size
         self._size += 2 + len(body)
         self._ends[position] = self._size
+        self._order = None
+
+    def __len__(self) -> int:
+        """How many items have been added."""
+        return len(self._written())
+
+    def items(self, start: int, stop: int) -> list[bytes]:
+        """The bytes of the items at ``start`` to ``stop`` of the list (as
+        :func:`item_bytes`), read back alone: a page of a long list."""
+        fd = self._file.fileno()
+        self._file.flush()
+        out = []
+        for position in self._written()[start:stop]:
+            begin, end = self._offsets[position] + 2, self._ends[position]  # no separator
+            out.append(_pread_all(fd, begin, end))
+        return out
+
+    def _written(self) -> array[int]:
+        """The positions items were added at, in list order (kept until the next add)."""
+        if self._order is None:
+            self._order = array("q", (p for p, at in enumerate(self._offsets) if at >= 0))
+        return self._order
 
     def copy_to(self, out: IO[bytes]) -> None:
         """Write the list (and a line end, as every command's JSON) to ``out``."""
@@ -121,6 +145,17 @@ class Spool:
 
     def close(self) -> None:
         self._file.close()
+
+
+def _pread_all(fd: int, start: int, end: int) -> bytes:
+    parts = []
+    while start < end:
+        data = os.pread(fd, end - start, start)
+        if not data:
+            raise OSError(f"the spool ends at {start}, before {end}")
+        parts.append(data)
+        start += len(data)
+    return b"".join(parts)
 
 
 def write_list(out: IO[bytes], items: Iterable[Any]) -> None:
@@ -171,16 +206,38 @@ def _write_streamed(
     session: str | None,
     progress: Ticker,
 ) -> None:
-    if source.store is None:
-        raise NotStreamable("a jsonl export is folded whole")
-    spool = Spool()
+    spool = spool_view(source, view, at=at, session=session, progress=progress)
     try:
-        for position, item in _streamed(source, view, at, session, progress):
-            spool.add(position, item)
         progress.clear()
         spool.copy_to(out)
     finally:
         spool.close()
+
+
+def spool_view(
+    source: Source,
+    view: str,
+    *,
+    at: int | None = None,
+    session: str | None = None,
+    progress: Ticker | None = None,
+) -> Spool:
+    """``view`` (``tools``, ``terminals``, ``diffs``) of ``source`` folded from the frames
+    it needs and its items written to a :class:`Spool`, which the caller closes (a long
+    list read a page at a time); raises
+    :class:`~acp_proxy.reconstruct.stream.NotStreamable` for a ``jsonl`` export and where
+    that fold would not be exact (nothing is kept then)."""
+    if source.store is None:
+        raise NotStreamable("a jsonl export is folded whole")
+    spool = Spool()
+    try:
+        with collector.paused():  # the fold makes no cycles
+            for position, item in _streamed(source, view, at, session, progress or _Quiet()):
+                spool.add(position, item)
+    except BaseException:
+        spool.close()
+        raise
+    return spool
 
 
 def _streamed(
@@ -200,14 +257,15 @@ def _streamed(
 def fold_view(
     source: Source, view: str, at: int | None = None, progress: Ticker | None = None
 ) -> Reconstruction:
-    """The part of the reconstruction ``view`` (``tools``, ``terminals``, ``diffs``) shows,
-    up to frame ``at``, folded from the frames its text needs alone
+    """The part of the reconstruction ``view`` (``tools``, ``terminals``, ``diffs``, or one
+    of :data:`~acp_proxy.reconstruct.stream.FOLDED`) shows, up to frame ``at``, folded from
+    the frames its text needs alone
     (:func:`~acp_proxy.reconstruct.stream.fold_selected`); raises
     :class:`~acp_proxy.reconstruct.stream.NotStreamable` for a ``jsonl`` export and where
     that choice is not exact (the caller folds every frame then)."""
     if source.store is None:
         raise NotStreamable("a jsonl export is folded whole")
-    rows = _selected_rows(source, text_selection(view), at)
+    rows = _selected_rows(source, selection_of(view), at)
     with collector.paused():  # the fold makes no cycles
         return fold_selected(view, rows, _ticker(progress or _Quiet()))
 

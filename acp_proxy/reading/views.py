@@ -21,13 +21,14 @@ from acp_proxy.protocol.frames import Direction, Frame, Opcode
 from acp_proxy.reading.capture import OpenCapture
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct import views as rviews
-from acp_proxy.reconstruct.updates import CHUNKS, SESSIONS
+from acp_proxy.reconstruct.updates import CHUNKS, FILES, SESSIONS
 from acp_proxy.store.scan import CHUNK, COUNTED, UNREAD, fold_rows
 
 T = TypeVar("T")
 
 __all__ = [
     "PARTS_OF",
+    "SELECTED",
     "STREAMED",
     "VIEWS",
     "ReadProgress",
@@ -51,6 +52,9 @@ VIEWS: dict[str, Callable[[Reconstruction], Any]] = {
 
 STREAMED = ("tools", "terminals", "diffs")
 """The views written item by item as they are folded (:func:`write_json_view`)."""
+SELECTED = (*STREAMED, "files")
+"""The views whose text (and the JSON of ``files``) is made from a fold of the frames the
+view needs alone (:func:`view_reconstruction`)."""
 
 
 class ReadProgress(Protocol):
@@ -91,7 +95,10 @@ def reconstruction(
     return r
 
 
-PARTS_OF = {view: frozenset({SESSIONS}) for view in ("turns", "permissions", "sessions")}
+PARTS_OF = {
+    **{view: frozenset({SESSIONS}) for view in ("turns", "permissions", "sessions")},
+    "files": frozenset({FILES}),
+}
 """The parts of a reconstruction a view reads (the others read all of it)."""
 
 
@@ -137,14 +144,14 @@ def view_reconstruction(
     session: str | None = None,
     progress: ReadProgress | None = None,
 ) -> Reconstruction | None:
-    """What the text of ``view`` (one of :data:`STREAMED`) is made from, folded from the
+    """What the text of ``view`` (one of :data:`SELECTED`) is made from, folded from the
     frames that view needs alone (a few of a large capture), as its JSON is; None where
     that choice would not be exact, or for a ``jsonl`` export: fold every frame then
     (:func:`reconstruction`)."""
     from acp_proxy.export.listing import fold_view
     from acp_proxy.reconstruct.stream import NotStreamable
 
-    if cap.is_file or view not in STREAMED:
+    if cap.is_file or view not in SELECTED:
         return None
     try:
         r = fold_view(cap.source, view, at, progress)

@@ -44,6 +44,7 @@ from acp_proxy.reconstruct.views import change_json, terminal_json, tool_json
 from acp_proxy.reconstruct.wire import RpcMessage, StoredPairs
 
 __all__ = [
+    "FOLDED",
     "PARTS",
     "SELECTIONS",
     "Hints",
@@ -51,6 +52,7 @@ __all__ = [
     "Row",
     "Selection",
     "fold_selected",
+    "selection_of",
     "stream_view",
     "text_selection",
 ]
@@ -102,6 +104,14 @@ SELECTIONS = {
 }
 PARTS = {"tools": TOOLS, "terminals": TERMINALS, "diffs": FILES}
 """The part of a reconstruction each view shows."""
+FOLDED = {
+    "files": (frozenset({FILES}), SELECTIONS["diffs"]),
+    "mcp": (frozenset[str](), Selection(MCP_METHODS, MCP_METHODS)),
+}
+"""Views not written item by item but folded whole from the frames they need
+(:func:`fold_selected`): the parts they keep and those frames. ``files`` reads what
+``diffs`` reads (every version of a path comes from a change, a read or a write); the MCP
+calls carried over ACP are their own requests, notifications and answers alone."""
 _TICK = 4096  # rows between two calls of ``tick``
 
 
@@ -161,15 +171,25 @@ def text_selection(view: str) -> Selection:
     )
 
 
+def selection_of(view: str) -> Selection:
+    """The frames :func:`fold_selected` folds for ``view``: one of :data:`PARTS` (its
+    text's, :func:`text_selection`) or of :data:`FOLDED`."""
+    return FOLDED[view][1] if view in FOLDED else text_selection(view)
+
+
 def fold_selected(
     view: str, rows: Iterable[Row], tick: Callable[[int], None] | None = None
 ) -> Reconstruction:
-    """The part of a reconstruction ``view`` shows, folded from the frames
-    :func:`text_selection` chose (``rows``, in ``seq`` order) and kept whole: what the text
-    of the view is made from, for the cost of its JSON. ``tick`` is given the ``seq``
-    reached, now and then. Raises :class:`NotStreamable` where the choice is not exact."""
-    r = Reconstruction(frozenset({PARTS[view]}), timelines=False)
-    pairs = StoredPairs(text_selection(view).answered)
+    """The part of a reconstruction ``view`` (one of :data:`PARTS` or :data:`FOLDED`)
+    shows, folded from the frames :func:`selection_of` chose (``rows``, in ``seq`` order)
+    and kept whole: what the text of the view is made from, for the cost of its JSON, or
+    the JSON of a view of :data:`FOLDED`. ``tick`` is given the ``seq`` reached, now and
+    then. Raises :class:`NotStreamable` where the choice is not exact."""
+    if view in FOLDED:  # the files view shows every version of a path: timelines kept
+        r = Reconstruction(FOLDED[view][0])
+    else:
+        r = Reconstruction(frozenset({PARTS[view]}), timelines=False)
+    pairs = StoredPairs(selection_of(view).answered)
     take, message = r.take, pairs.message
     for n, (seq, how, t_ns, raw, request_seq) in enumerate(rows, 1):
         if how == _ODD:

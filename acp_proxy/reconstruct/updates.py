@@ -115,8 +115,10 @@ class Fold:
     def counted(self) -> frozenset[str]:
         """The ``session/update`` kinds this fold keeps nothing of but where they fall: a
         reader may hand them to :meth:`count_update` unparsed (a terminal's output, unless
-        terminals are kept, is most of a large capture)."""
-        return _TERMINAL_KINDS if not self._keep_terminals else frozenset()
+        terminals are kept, and the message chunks, unless sessions are: most of a large
+        capture)."""
+        counted = _TERMINAL_KINDS if not self._keep_terminals else frozenset()
+        return counted if self._keep_sessions else counted | CHUNKS
 
     def count_update(self, sid: str, kind: str, seq: int, t_ns: int) -> None:
         """A ``session/update`` of one of the :attr:`counted` kinds (``sid`` its

@@ -32,6 +32,7 @@ __all__ = [
     "diffs_json",
     "files_json",
     "mcp_calls_json",
+    "permission_json",
     "permissions_json",
     "reconstruction_json",
     "session_messages_json",
@@ -40,6 +41,7 @@ __all__ = [
     "terminals_json",
     "tool_json",
     "tools_json",
+    "turn_json",
     "turns_json",
 ]
 

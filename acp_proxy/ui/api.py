@@ -2,8 +2,9 @@
 
 What belongs here: turning a read-only :class:`~acp_proxy.store.reader.Store` into the
 values the page shows — the capture list, a page of a capture's timeline, one frame in
-detail, the reconstruction views (at the end or at a frame: ``--at``), search hits and the
-exports, and a capture's log (the agent's stderr and the events). The rules are the other
+detail, search hits and the exports, and a capture's log (the agent's stderr and the
+events); the reconstruction views (at the end or at a frame: ``--at``) and the state at a
+frame are :mod:`acp_proxy.ui.folds`', re-exported here. The rules are the other
 packages': summaries and filters from
 :mod:`acp_proxy.text`, the fold and its views from :mod:`acp_proxy.reconstruct`,
 the exports from :mod:`acp_proxy.export`, search from :mod:`acp_proxy.store.search`.
@@ -12,18 +13,12 @@ Nothing here writes HTML: the page renders these values as text.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from acp_proxy.errors import UsageError
 from acp_proxy.protocol.jsonrpc import decode
-from acp_proxy.reading.views import PARTS_OF
-from acp_proxy.reconstruct import Reconstruction, reconstruct
-from acp_proxy.reconstruct import views as rviews
 from acp_proxy.reconstruct.timing import ms
 from acp_proxy.store.endings import ending_events
 from acp_proxy.store.liveness import capture_state
@@ -31,11 +26,26 @@ from acp_proxy.store.reader import Store, StoredFrame
 from acp_proxy.store.search import Cursor, search, terms
 from acp_proxy.text.captures import capture_row
 from acp_proxy.text.log import log_entries
+from acp_proxy.ui.folds import (
+    FOLD_MAX,
+    PARTED,
+    PARTS,
+    STATE_ITEMS,
+    STREAMED,
+    VIEWS,
+    Folds,
+    check_foldable,
+    state_json,
+)
 from acp_proxy.ui.frames import PAGE, frame_row, frames_page
 
 __all__ = [
     "FOLD_MAX",
     "PAGE",
+    "PARTED",
+    "PARTS",
+    "STATE_ITEMS",
+    "STREAMED",
     "VIEWS",
     "Folds",
     "capture_json",
@@ -50,24 +60,8 @@ __all__ = [
     "state_json",
 ]
 
-FOLD_MAX = 100_000
-"""The most frames the server folds for a reconstruction view, the state at a frame, or an
-export that needs the fold: past it the memory a fold takes (hundreds of MB for a million
-frames) would break the server's budget, and the commands do it instead."""
 _RAW_SHOWN = 256 * 1024
 """Bytes of one frame shipped to the page (the exports have them all)."""
-
-VIEWS: dict[str, Callable[[Reconstruction], Any]] = {
-    "turns": rviews.turns_json,
-    "tools": rviews.tools_json,
-    "permissions": rviews.permissions_json,
-    "terminals": rviews.terminals_json,
-    "diffs": rviews.diffs_json,
-    "files": rviews.files_json,
-    "sessions": rviews.sessions_json,
-    "messages": rviews.session_messages_json,
-    "mcp": rviews.mcp_calls_json,
-}
 
 
 def capture_row_live(
@@ -188,134 +182,6 @@ def frame_detail(store: Store, capture_id: int, seq: int) -> dict[str, Any]:
         partner=_partner(store, f),
     )
     return row
-
-
-STREAMED = ("tools", "terminals", "diffs")
-"""The views the commands write as they fold only the frames they need: served at any
-size."""
-
-PARTED = tuple(PARTS_OF)
-"""The views folded from the parts of a reconstruction they read, the updates they only
-count left unread, as ``show --view`` folds them: served at any size too."""
-
-
-def _frames_upto(store: Store, capture_id: int, at: int | None) -> int:
-    row = store.conn.execute(
-        "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE capture_id = ?", [capture_id]
-    ).fetchone()
-    return int(row[0] + 1 if at is None else min(row[0], at) + 1)
-
-
-def page_of(items: Any, offset: int, limit: int) -> dict[str, Any]:
-    """``items[offset:offset + limit]`` with how many there are in all: a view shown a
-    page at a time."""
-    if not isinstance(items, list):
-        raise UsageError("this view is not a list: ask for it without limit")
-    offset = max(0, offset)
-    return {"items": items[offset : offset + max(1, limit)], "total": len(items), "offset": offset}
-
-
-def check_foldable(
-    store: Store, capture_id: int, at: int | None = None, limit: int | None = None
-) -> None:
-    """Refuse, with what to run instead, a fold of more than ``limit`` frames
-    (:data:`FOLD_MAX`)."""
-    limit = FOLD_MAX if limit is None else limit
-    row = store.conn.execute(
-        "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE capture_id = ?", [capture_id]
-    ).fetchone()
-    frames = row[0] + 1 if at is None else min(row[0], at) + 1
-    if frames > limit:
-        raise UsageError(
-            f"too large to fold here ({frames} frames; the server folds at most {limit}): "
-            f"use acp-proxy show {capture_id} --view NAME [--at SEQ] or acp-proxy export"
-        )
-
-
-class Folds:
-    """Reconstructions of captures, kept for the last few looked at and brought up to date
-    by feeding only the frames recorded since (a live capture is folded once)."""
-
-    def __init__(self, keep: int = 2) -> None:
-        self.keep = keep
-        self.lock = threading.Lock()
-        self._folds: OrderedDict[int, tuple[Reconstruction, int]] = OrderedDict()
-        self._streamed: tuple[tuple[Any, ...], Any] | None = None
-
-    def view(self, store: Store, capture_id: int, name: str, at: int | None = None) -> Any:
-        """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now).
-        ``tools``, ``terminals`` and ``diffs`` of a capture too large to fold here are
-        streamed as the commands stream them (only the frames the view needs are read);
-        the views of :data:`PARTED` from the parts they read."""
-        to_json = VIEWS.get(name)
-        if to_json is None:
-            raise UsageError(f"no view {name!r} (choose from {', '.join(VIEWS)})")
-        if name in (*STREAMED, *PARTED) and _frames_upto(store, capture_id, at) > FOLD_MAX:
-            return self.streamed(store, capture_id, name, at)
-        check_foldable(store, capture_id, at)
-        if at is not None:
-            frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
-            return to_json(reconstruct(frames, at=at))
-        with self.lock:
-            return to_json(self.current(store, capture_id))
-
-    def streamed(self, store: Store, capture_id: int, name: str, at: int | None) -> Any:
-        """One of :data:`STREAMED`, written by the commands' streamed fold and read back,
-        or of :data:`PARTED`, folded from its parts; the last one is kept (the page asks for
-        it a page at a time)."""
-        import io
-
-        from acp_proxy.export.listing import write_view
-        from acp_proxy.reading.capture import OpenCapture
-        from acp_proxy.reading.views import reconstruction
-        from acp_proxy.store.refs import Source
-
-        last = _frames_upto(store, capture_id, at)
-        key = (capture_id, name, at, last)
-        with self.lock:
-            if self._streamed is not None and self._streamed[0] == key:
-                return self._streamed[1]
-        source = Source(store.capture(str(capture_id)), f"capture {capture_id}", store=store)
-        if name in PARTED:
-            value = VIEWS[name](reconstruction(OpenCapture(source), at, parts=PARTS_OF[name]))
-        else:
-            out = io.BytesIO()
-            write_view(source, name, out, at=at)
-            value = orjson.loads(out.getvalue())
-        with self.lock:
-            self._streamed = (key, value)
-        return value
-
-    def current(self, store: Store, capture_id: int) -> Reconstruction:
-        """The reconstruction of everything recorded so far (call with :attr:`lock` held)."""
-        r, last = self._folds.pop(capture_id, (None, -1))
-        if r is None:
-            r = reconstruct(sf.frame for sf in store.frames(capture_id))
-            last = r.last_seq if r.last_seq is not None else -1
-        else:
-            for sf in store.frames(capture_id, after_seq=last):
-                r.feed(sf.frame)
-                last = sf.seq
-        self._folds[capture_id] = (r, last)
-        while len(self._folds) > self.keep:
-            self._folds.popitem(last=False)
-        return r
-
-
-def state_json(store: Store, capture_id: int, at: int) -> dict[str, Any]:
-    """The reconstructed state after frame ``at``: what the user had seen by then, as the
-    views of the capture's tabs show it."""
-    check_foldable(store, capture_id, at)
-    frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
-    r = reconstruct(frames, at=at)
-    return {
-        "at": at,
-        "turns": rviews.turns_json(r),
-        "tools": rviews.tools_json(r),
-        "terminals": rviews.terminals_json(r),
-        "files": rviews.files_json(r),
-        "sessions": rviews.sessions_json(r),
-    }
 
 
 def search_json(

@@ -249,16 +249,16 @@ class Handler(BoundedHandler):
             at = _int(q, "at")
             if at is None or at < 0:
                 raise UsageError("state needs at=SEQ (zero or more)")
-            self._json(api.state_json(store, cid, at))
+            self._json(api.state_json(store, cid, at, self.server.state.folds))
         elif len(rest) == 2 and rest[0] == "view":
             at = _int(q, "at")
             if at is not None and at < 0:
                 raise UsageError("at takes a frame number (seq) of zero or more")
-            value = self.server.state.folds.view(store, cid, rest[1], at)
-            limit = _int(q, "limit")
-            if limit is not None:
-                value = api.page_of(value, _int(q, "offset") or 0, limit)
-            self._json(value)
+            folds, limit = self.server.state.folds, _int(q, "limit")
+            if limit is None:
+                self._json(folds.view(store, cid, rest[1], at))
+            else:
+                self._json(folds.page(store, cid, rest[1], at, _int(q, "offset") or 0, limit))
         elif len(rest) == 2 and rest[0] == "export":
             self._export(store, c, rest[1], q)
         else:

@@ -146,6 +146,9 @@ def test_the_spool_writes_items_in_their_order_whatever_order_they_came_in() -> 
         spool.add(n, items[n])
     out = io.BytesIO()
     spool.copy_to(out)
+    in_order = [item_bytes(items[n]) for n in (0, 1, 3, 5)]
+    assert len(spool) == 4 and spool.items(1, 3) == in_order[1:3]  # a page, read back alone
+    assert spool.items(0, 99) == in_order and spool.items(4, 5) == []
     spool.close()
     assert out.getvalue() == json_bytes([items[n] for n in (0, 1, 3, 5)]) + b"\n"
     empty = Spool()

@@ -1,7 +1,9 @@
 """The text of ``tools``, ``terminals`` and ``diffs`` made from the frames each view needs
-alone (acp_proxy/export/listing.py ``fold_view``): line for line what the fold of every frame
-gives — for the bundled captures, at points along them and per session, and for hostile
-captures; where the choice is not exact the command folds every frame instead."""
+alone (acp_proxy/export/listing.py ``fold_view``), and the JSON of the views folded from
+their frames alone (``files``, ``mcp``: acp_proxy/reconstruct/stream.py ``FOLDED``): line for
+line and byte for byte what the fold of every frame gives — for the bundled captures, at
+points along them and per session, and for hostile captures; where the choice is not exact
+the command folds every frame instead."""
 
 from __future__ import annotations
 
@@ -21,8 +23,10 @@ from support.paths import DATA, RECORDINGS
 from acp_proxy.export.listing import VIEWS, fold_view
 from acp_proxy.export.load import import_file
 from acp_proxy.reconstruct import Reconstruction, reconstruct
-from acp_proxy.reconstruct.stream import NotStreamable
+from acp_proxy.reconstruct.stream import FOLDED, NotStreamable
+from acp_proxy.reconstruct.views import files_json, mcp_calls_json
 from acp_proxy.store.refs import Source, resolve
+from acp_proxy.text.safe import json_bytes
 from acp_proxy.text.style import plain
 from acp_proxy.text.views import diffs_lines, terminals_lines, tools_lines
 
@@ -34,18 +38,26 @@ _LINES: dict[str, Callable[[Reconstruction], Iterator[Any]]] = {
 }
 
 
-def _text(view: str, r: Reconstruction) -> list[str]:
+_JSON: dict[str, Callable[[Reconstruction], Any]] = {"files": files_json, "mcp": mcp_calls_json}
+assert set(_JSON) == set(FOLDED)
+
+
+def _text(view: str, r: Reconstruction) -> list[str] | bytes:
+    if view in _JSON:
+        return json_bytes(_JSON[view](r))
     return [plain(line) for line in _LINES[view](r)]
 
 
-def _every_frame(source: Source, view: str, at: int | None, session: str | None) -> list[str]:
+def _every_frame(
+    source: Source, view: str, at: int | None, session: str | None
+) -> list[str] | bytes:
     r = reconstruct(source.plain_frames(upto_seq=at), at=at)
     if session is not None:
         r.only_session(session)
     return _text(view, r)
 
 
-def _selected(source: Source, view: str, at: int | None, session: str | None) -> list[str]:
+def _selected(source: Source, view: str, at: int | None, session: str | None) -> list[str] | bytes:
     r = fold_view(source, view, at)
     if session is not None:
         r.only_session(session)
@@ -63,7 +75,7 @@ def test_the_text_of_a_view_from_its_frames_is_that_of_every_frame(
         whole = reconstruct(source.plain_frames())
         sessions = sorted(s for s in {*whole.sessions, *(t.session_id for t in whole.turns)} if s)
         ats = (None, *range(0, imported.frames, max(1, imported.frames // 6)))
-        for view in VIEWS:
+        for view in (*VIEWS, *FOLDED):
             for at in ats:
                 for session in (None, *sessions):
                     try:
@@ -100,7 +112,7 @@ def test_hostile_captures_read_as_every_frame_folds(
     db = work / "hostile.sqlite"
     source = resolve(str(import_after_initialize(db, work, version, items)), db)  # type: ignore[arg-type]
     try:
-        for view in VIEWS:
+        for view in (*VIEWS, *FOLDED):
             for upto in (None, at):
                 try:
                     got = _selected(source, view, upto, None)

@@ -1,14 +1,19 @@
-"""``show --view turns``, ``permissions`` and ``sessions`` fold only the parts they show, count a
-terminal's updates from the fields the recorder derived without reading their bytes, number
-the frames of methods they keep nothing of (a terminal's, a file's) without reading them, and
-fold message chunks from their update alone
-(acp_proxy/reading/views.py ``PARTS_OF``): their JSON and text are those of the fold of every
-frame — for the bundled captures, at points along them and per session, and hostile ones."""
+"""``show --view turns``, ``permissions``, ``sessions`` and ``files``, and the inspector's
+views past the fold limit (the messages between sessions, the MCP calls, the tool calls of
+the state at a frame), fold only the parts they show, count a terminal's updates (and the
+message chunks, where sessions are not kept) from the fields the recorder derived without
+reading their bytes, number the frames of methods they keep nothing of (a terminal's, a
+file's) without reading them, and fold message chunks from their update alone
+(acp_proxy/reading/views.py ``PARTS_OF``, acp_proxy/ui/folds.py ``PARTS``): their JSON, byte
+for byte, and text are those of the fold of every frame — for the bundled captures, at
+points along them and per session, and hostile ones."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -18,26 +23,40 @@ from support.paths import DATA, RECORDINGS
 
 from acp_proxy.export.load import import_file
 from acp_proxy.reading import open_capture, reconstruction
-from acp_proxy.reading.views import PARTS_OF, VIEWS
+from acp_proxy.reading.views import PARTS_OF
 from acp_proxy.reconstruct import Reconstruction
+from acp_proxy.reconstruct.updates import SESSIONS
+from acp_proxy.reconstruct.views import tools_json
+from acp_proxy.text.safe import json_bytes
 from acp_proxy.text.style import plain
-from acp_proxy.text.views import permissions_lines, sessions_lines, turns_lines
+from acp_proxy.text.views import files_lines, permissions_lines, sessions_lines, turns_lines
+from acp_proxy.ui.api import PARTS, VIEWS
 
 CAPTURES = sorted(RECORDINGS.glob("*.jsonl")) + sorted((DATA / "reconstruct").glob("*.jsonl"))
 
 
-_LINES = {"turns": turns_lines, "permissions": permissions_lines, "sessions": sessions_lines}
+_LINES: dict[str, Callable[[Reconstruction], Iterator[Any]]] = {
+    "turns": turns_lines,
+    "permissions": permissions_lines,
+    "sessions": sessions_lines,
+    "files": files_lines,
+}
+_JSON = {**VIEWS, "tools": tools_json}
+# each view and the parts it is folded from; the tool calls as the state at a frame reads them
+_PARTED = [*PARTS.items(), ("tools", frozenset({SESSIONS}))]
+assert set(PARTS_OF.items()) <= set(PARTS.items())
 
 
-def _shown(view: str, r: Reconstruction) -> tuple[object, list[str]]:
-    return VIEWS[view](r), [plain(line) for line in _LINES[view](r)]
+def _shown(view: str, r: Reconstruction) -> tuple[bytes, list[str]]:
+    lines = _LINES.get(view)
+    return json_bytes(_JSON[view](r)), [plain(line) for line in lines(r)] if lines else []
 
 
 def _assert_parts_fold_as_every_frame(db: Path, capture: str, ats: tuple[int | None, ...]) -> None:
     with open_capture(db, capture) as cap:
         whole = reconstruction(cap)
         sessions = sorted(s for s in {*whole.sessions, *(t.session_id for t in whole.turns)} if s)
-        for view, parts in PARTS_OF.items():
+        for view, parts in _PARTED:
             for at in ats:
                 for session in (None, *sessions):
                     got = reconstruction(cap, at, session=session, parts=parts)

@@ -10,7 +10,7 @@ import select
 import signal
 import subprocess
 import urllib.parse
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -31,14 +31,21 @@ CHROMIUM_ARGS = [
 
 
 @contextmanager
-def ui_server(db: Path, *extra: str, proxy: Sequence[str] = PROXY) -> Iterator[str]:
+def ui_server(
+    db: Path, *extra: str, proxy: Sequence[str] = PROXY, env: Mapping[str, str] | None = None
+) -> Iterator[str]:
     """``acp-proxy ui`` on a free loopback port (unless ``extra`` says otherwise); yields
-    the URL it printed. ``proxy`` is how acp-proxy is run (an installed script, say)."""
+    the URL it printed. ``proxy`` is how acp-proxy is run (an installed script, say);
+    ``env`` is added to its environment."""
     args = [*proxy, "ui", "--db", str(db)]
     if "--listen" not in extra:
         args += ["--listen", "127.0.0.1:0"]
     proc = subprocess.Popen(
-        [*args, *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        [*args, *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env={**os.environ, **env} if env else None,
     )
     try:
         assert proc.stdout is not None

@@ -16,7 +16,8 @@ from acp_proxy.reconstruct import reconstruct
 from acp_proxy.reconstruct.views import tools_json
 from acp_proxy.store.db import schema_migrations
 from acp_proxy.store.reader import Store
-from acp_proxy.ui.api import Folds, check_foldable, frame_detail, frames_page
+from acp_proxy.text.safe import json_bytes
+from acp_proxy.ui.api import VIEWS, Folds, check_foldable, frame_detail, frames_page
 
 
 @pytest.fixture
@@ -159,22 +160,111 @@ def test_stats_per_method_and_error_code(demo: Store) -> None:
     assert percentile(list(range(1, 101)), 90) == 90 and percentile([], 50) is None
 
 
-@pytest.mark.parametrize(
-    "view", ["tools", "terminals", "diffs", "turns", "permissions", "sessions"]
-)
-def test_a_large_captures_view_is_streamed_as_the_commands_stream_it(
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_a_large_captures_view_is_folded_from_what_it_needs(
     demo: Store, monkeypatch: pytest.MonkeyPatch, view: str
 ) -> None:
-    from acp_proxy.ui import api
+    from acp_proxy.ui import folds as ui_folds
 
     folded = Folds().view(demo, 1, view)
-    monkeypatch.setattr(api, "FOLD_MAX", 10)  # the demo is now "too large to fold here"
+    whole_page = Folds().page(demo, 1, view, None, 1, 2)
+    monkeypatch.setattr(ui_folds, "FOLD_MAX", 10)  # the demo is now "too large to fold here"
     with pytest.raises(UsageError, match="too large to fold"):
-        Folds().view(demo, 1, "files")  # a view that needs the whole fold still says so
-    streamed = Folds().view(demo, 1, view)
-    assert streamed == json.loads(json.dumps(folded)) and streamed
-    page = api.page_of(streamed, 1, 1)
-    assert page["items"] == streamed[1:2] and page["total"] == len(streamed)
+        ui_folds.check_foldable(demo, 1)  # what the exports that need the whole fold ask
+    folds = Folds()
+    streamed = folds.view(demo, 1, view)
+    assert json_bytes(streamed) == json_bytes(folded)
+    assert streamed or view in ("permissions", "messages", "mcp")  # the demo has none
+    page = folds.page(demo, 1, view, None, 1, 2)
+    assert page["items"] == folded[1:3] and page["total"] == len(folded) and page == whole_page
+
+
+def test_the_state_at_a_frame_of_a_large_capture_is_that_of_the_whole_fold(
+    demo: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from acp_proxy.ui import folds as ui_folds
+
+    last = demo.conn.execute("SELECT MAX(seq) FROM messages WHERE capture_id = 1").fetchone()[0]
+    ats = sorted({3, last // 2, last})
+    whole = [ui_folds.state_json(demo, 1, at) for at in ats]
+    monkeypatch.setattr(ui_folds, "STATE_ITEMS", 1)  # a long capture's lists: the last items
+    cut = ui_folds.state_json(demo, 1, last)
+    monkeypatch.setattr(ui_folds, "FOLD_MAX", 2)
+    folds = Folds()
+    assert json_bytes(ui_folds.state_json(demo, 1, last, folds)) == json_bytes(cut)
+    monkeypatch.setattr(ui_folds, "STATE_ITEMS", 200)
+    assert [json_bytes(ui_folds.state_json(demo, 1, at, folds)) for at in ats] == [
+        json_bytes(w) for w in whole
+    ]
+    end = whole[-1]
+    assert end["turns"] and end["tools"] and end["files"] and end["terminals"]
+    assert cut["counts"] == {k: len(end[k]) for k in cut["counts"]}
+    assert all(cut[k] == end[k][-1:] for k in cut["counts"])
+
+
+def test_the_tabs_of_one_part_share_one_fold_made_once(
+    demo: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from acp_proxy.ui import folds as ui_folds
+
+    monkeypatch.setattr(ui_folds, "FOLD_MAX", 10)
+    folds = Folds()
+    got: list[object] = []
+    asking = [
+        threading.Thread(target=lambda n=n: got.append(folds.parted(demo, 1, n, None)))
+        for n in ("turns", "sessions", "permissions", "messages")
+    ]
+    for t in asking:  # four tabs at once: one fold, the others wait for it
+        t.start()
+    for t in asking:
+        t.join()
+    assert len(got) == 4 and all(r is got[0] for r in got)
+    files = folds.parted(demo, 1, "files", None)  # another kind of fold keeps the first
+    assert folds.parted(demo, 1, "turns", None) is got[0] and files is not got[0]
+    assert folds.parted(demo, 1, "turns", 20) is not got[0]  # another frame, another fold
+    at: dict[int | None, object] = {}
+    asking = [  # two frames at once: one fold after the other, each of its own frame
+        threading.Thread(target=lambda a=a: at.update({a: folds.parted(demo, 1, "turns", a)}))
+        for a in (None, 30)
+    ]
+    for t in asking:
+        t.start()
+    for t in asking:
+        t.join()
+    assert at[None].last_seq > at[30].last_seq == 30  # type: ignore[attr-defined]
+
+
+def test_a_large_capture_the_recorder_could_not_describe_is_folded_from_every_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from support.messages import frames_of, import_frames, initialize
+
+    from acp_proxy.protocol.frames import Direction
+    from acp_proxy.ui import folds as ui_folds
+
+    agent, client = Direction.AGENT_TO_CLIENT, Direction.CLIENT_TO_AGENT
+    write = {"sessionId": "s", "path": "/w/f", "content": "x"}
+    mcp = {"serverId": "m", "requestId": "r1", "method": "tools/call", "params": {"name": "o"}}
+    lines = [
+        *initialize(2),
+        # a batch: its entries' answers cannot be found by a frame's seq
+        (agent, [{"jsonrpc": "2.0", "id": 1, "method": "fs/write_text_file", "params": write}]),
+        (client, {"jsonrpc": "2.0", "id": 1, "result": {}}),
+        (agent, {"jsonrpc": "2.0", "id": 2, "method": "mcp/message", "params": mcp}),
+        (client, {"jsonrpc": "2.0", "id": 2, "result": {"result": {"content": []}}}),
+    ]
+    raws = [(d, json.dumps(m).encode(), None) for d, m in lines]
+    cid = import_frames(tmp_path / "c.sqlite", frames_of(raws), tmp_path)  # type: ignore[arg-type]
+    store = Store(tmp_path / "c.sqlite", readonly=True)
+    views = ("diffs", "files", "mcp", "tools")
+    whole = {v: Folds().page(store, cid, v, None, 0, 10) for v in views}
+    assert whole["diffs"]["items"] and whole["files"]["items"] and whole["mcp"]["items"]
+    monkeypatch.setattr(ui_folds, "FOLD_MAX", 1)
+    folds = Folds()
+    assert {v: folds.page(store, cid, v, None, 0, 10) for v in views} == whole
+    assert {v: folds.view(store, cid, v) for v in views} == {v: whole[v]["items"] for v in views}
 
 
 def test_a_large_captures_session_tree_keeps_its_subagents(
@@ -185,7 +275,7 @@ def test_a_large_captures_session_tree_keeps_its_subagents(
     from support.paths import TESTS
     from support.proc import PROXY
 
-    from acp_proxy.ui import api
+    from acp_proxy.ui import folds as ui_folds
 
     recording = TESTS / "data" / "replay" / "v2-two-children.jsonl"
     subprocess.run([*PROXY, "import", "--db", str(db), str(recording)], check=True,
@@ -193,7 +283,7 @@ def test_a_large_captures_session_tree_keeps_its_subagents(
     store = Store(db, readonly=True)
     folded = Folds().view(store, 1, "sessions")
     assert any(s.get("parentSessionId") for s in folded)  # children under their parent
-    monkeypatch.setattr(api, "FOLD_MAX", 3)
+    monkeypatch.setattr(ui_folds, "FOLD_MAX", 3)
     assert Folds().view(store, 1, "sessions") == json.loads(json.dumps(folded))
 
 

@@ -320,14 +320,13 @@ async function showView(body, name, item) {
   // tools, terminals, diffs, turns and permissions come a page at a time (a large
   // capture's are streamed, or folded from the parts they read)
   const paged = PAGED_VIEWS.includes(name) && item === undefined;
-  const first = await get(`/api/captures/${cid}/view/${name}` + (paged ? `?limit=${VIEW_PAGE}` : ""));
-  const data = paged ? first.items : first;
-  // the sessions tree shows the messages between sessions, the tools the MCP calls over ACP
+  // the sessions tree shows the messages between sessions, the tools the MCP calls over ACP:
+  // asked for at once (a large capture's are folded side by side)
   const more = { sessions: "messages", tools: "mcp" }[name];
-  let extra = [], note = null;
-  if (more) {
-    try { extra = await get(`/api/captures/${cid}/view/${more}`); } catch (e) { note = el("p", { class: "muted" }, e.message); }
-  }
+  let note = null;
+  const asked = more ? get(`/api/captures/${cid}/view/${more}`).catch((e) => { note = el("p", { class: "muted" }, e.message); return []; }) : Promise.resolve([]);
+  const [first, extra] = await Promise.all([get(`/api/captures/${cid}/view/${name}` + (paged ? `?limit=${VIEW_PAGE}` : "")), asked]);
+  const data = paged ? first.items : first;
   if (name === "sessions") body.replaceChildren(...sessionTree(data, extra, cid));
   else if (name === "tools") body.replaceChildren(...(data.length ? renderView(name, data, cid, item) : []), ...mcpCalls(extra, cid),
     ...(data.length || extra.length ? [] : renderView(name, data, cid, item)));

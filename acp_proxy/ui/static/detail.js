@@ -91,7 +91,12 @@ function jsonNode(key, v, path, depth, terms) {
 
 async function showState(cid, seq, box) {
   const s = await get(`/api/captures/${cid}/state?at=${seq}`);
-  const section = (title, name, data, render) => [el("h3", {}, title), ...(data.length ? render() : [el("p", { class: "muted" }, `No ${name} yet.`)])];
+  const counts = s.counts || {};
+  // a long capture's lists: the last items, and how many came before them
+  const earlier = (name, data) => (counts[name] || 0) > data.length
+    ? [el("p", { class: "muted" }, `The last ${data.length} of ${counts[name]}: the ${name} tab has them all.`)] : [];
+  const section = (title, name, data, render) => [el("h3", {}, title),
+    ...(data.length ? [...earlier(name, data), ...render()] : [el("p", { class: "muted" }, `No ${name} yet.`)])];
   box.replaceChildren(el("h2", {}, `What the user had seen after #${seq}`),
     ...section("Turns", "turns", s.turns, () => renderView("turns", s.turns, cid)),
     ...section("Tool calls", "tools", s.tools, () => renderView("tools", s.tools, cid)),

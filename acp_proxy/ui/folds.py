@@ -1,0 +1,368 @@
+"""What the inspector's reconstruction views are made from, at any size.
+
+What belongs here: :class:`Folds`, the reconstructions the server keeps — the whole fold of
+a capture up to :data:`FOLD_MAX` frames, brought up to date as it grows; past it, each view
+folded from the frames or the parts it needs (as ``show --view`` folds them), the last of
+each kind kept and made once —, the pages of a view, and the state at a frame
+(:func:`state_json`). The views' JSON is :mod:`acp_proxy.reconstruct.views`'.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from acp_proxy.errors import UsageError
+from acp_proxy.export.listing import Spool
+from acp_proxy.reading.views import PARTS_OF
+from acp_proxy.reconstruct import Reconstruction, reconstruct
+from acp_proxy.reconstruct import views as rviews
+from acp_proxy.reconstruct.updates import SESSIONS
+from acp_proxy.store.reader import Store
+
+__all__ = [
+    "FOLD_MAX",
+    "PARTED",
+    "PARTS",
+    "STATE_ITEMS",
+    "STREAMED",
+    "VIEWS",
+    "Folds",
+    "check_foldable",
+    "page_of",
+    "state_json",
+]
+
+_FOLD_MAX_SET = os.environ.get("ACP_PROXY_UI_FOLD_MAX", "")
+FOLD_MAX = int(_FOLD_MAX_SET) if _FOLD_MAX_SET.isascii() and _FOLD_MAX_SET.isdigit() else 100_000
+"""The most frames the server folds whole (every part of the reconstruction, kept and brought
+up to date as a live capture grows): past it the memory a whole fold takes (hundreds of MB
+for a million frames) would break the server's budget, so each view is folded from the
+frames or the parts it needs alone (:meth:`Folds.view`), and the exports that need the
+whole fold (``html``, ``patch``, ``asciicast``) are refused with the command to run.
+``ACP_PROXY_UI_FOLD_MAX`` lowers it (the tests: a large capture without recording one)."""
+
+VIEWS: dict[str, Callable[[Reconstruction], Any]] = {
+    "turns": rviews.turns_json,
+    "tools": rviews.tools_json,
+    "permissions": rviews.permissions_json,
+    "terminals": rviews.terminals_json,
+    "diffs": rviews.diffs_json,
+    "files": rviews.files_json,
+    "sessions": rviews.sessions_json,
+    "messages": rviews.session_messages_json,
+    "mcp": rviews.mcp_calls_json,
+}
+
+
+STREAMED = ("tools", "terminals", "diffs")
+"""The views the commands write as they fold only the frames they need: served at any
+size."""
+
+PARTS: dict[str, frozenset[str]] = {
+    **PARTS_OF,
+    "messages": frozenset({SESSIONS}),
+    "mcp": frozenset(),
+}
+"""The parts of a reconstruction each other view is folded from past :data:`FOLD_MAX`, the
+updates it only counts left unread, as ``show --view`` folds them: the messages between
+sessions and the MCP calls are folded whatever the parts (the sessions part is the one the
+sessions tab reads already). ``files`` and ``mcp`` are first folded from their frames
+alone (:data:`~acp_proxy.reconstruct.stream.FOLDED`), from their parts where that choice
+would not be exact."""
+PARTED = tuple(PARTS)
+
+_ITEMS: dict[str, Callable[[Reconstruction], tuple[list[Any], Callable[[Any], Any]]]] = {
+    "turns": lambda r: (r.turns, lambda t: rviews.turn_json(r, t)),
+    "permissions": lambda r: (r.permissions, rviews.permission_json),
+}
+"""The views whose page is made of its items alone (a million frames' turns take longer to
+write as JSON than the page to show)."""
+
+
+def _frames_upto(store: Store, capture_id: int, at: int | None) -> int:
+    row = store.conn.execute(
+        "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE capture_id = ?", [capture_id]
+    ).fetchone()
+    return int(row[0] + 1 if at is None else min(row[0], at) + 1)
+
+
+def page_of(items: Any, offset: int, limit: int) -> dict[str, Any]:
+    """``items[offset:offset + limit]`` with how many there are in all: a view shown a
+    page at a time."""
+    if not isinstance(items, list):
+        raise UsageError("this view is not a list: ask for it without limit")
+    offset = max(0, offset)
+    return {"items": items[offset : offset + max(1, limit)], "total": len(items), "offset": offset}
+
+
+def check_foldable(
+    store: Store, capture_id: int, at: int | None = None, limit: int | None = None
+) -> None:
+    """Refuse, with what to run instead, a fold of more than ``limit`` frames
+    (:data:`FOLD_MAX`)."""
+    limit = FOLD_MAX if limit is None else limit
+    frames = _frames_upto(store, capture_id, at)
+    if frames > limit:
+        raise UsageError(
+            f"too large to fold here ({frames} frames; the server folds at most {limit}): "
+            f"use acp-proxy show {capture_id} --view NAME [--at SEQ] or acp-proxy export"
+        )
+
+
+class Folds:
+    """Reconstructions of captures, kept for the last few looked at and brought up to date
+    by feeding only the frames recorded since (a live capture is folded once); past
+    :data:`FOLD_MAX` frames, the last view streamed and the last reconstruction of some
+    parts instead (the page asks for a view a page at a time, and the sessions tab for the
+    sessions and the messages between them, of one fold)."""
+
+    def __init__(self, keep: int = 2) -> None:
+        self.keep = keep
+        self.lock = threading.Lock()
+        self._folds: OrderedDict[int, tuple[Reconstruction, int]] = OrderedDict()
+        self._streamed: tuple[tuple[Any, ...], Any] | None = None
+        # per kind of fold (a view of FOLDED, or parts): the last one, and the one being
+        # made — one at a time of each kind, so a live capture's refreshes, each of a new
+        # frame, wait in turn rather than hold a fold each
+        self._parted: dict[Any, tuple[tuple[Any, ...], Reconstruction]] = {}
+        self._folding: dict[Any, threading.Event] = {}
+
+    def view(self, store: Store, capture_id: int, name: str, at: int | None = None) -> Any:
+        """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now).
+        Past :data:`FOLD_MAX` frames, ``tools``, ``terminals`` and ``diffs`` are streamed as
+        the commands stream them (only the frames the view needs are read), the others
+        folded from what they need (:meth:`parted`)."""
+        to_json = _view_function(name)
+        if _frames_upto(store, capture_id, at) > FOLD_MAX:
+            if name in STREAMED:
+                return self.streamed(store, capture_id, name, at, None)["items"]
+            return to_json(self.parted(store, capture_id, name, at))
+        if at is not None:
+            frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
+            return to_json(reconstruct(frames, at=at))
+        with self.lock:
+            return to_json(self.current(store, capture_id))
+
+    def page(
+        self, store: Store, capture_id: int, name: str, at: int | None, offset: int, limit: int
+    ) -> dict[str, Any]:
+        """A page of the view ``name`` (:func:`page_of`); of turns and permissions, and of
+        the streamed views, only the items of the page are made (or read back)."""
+        items = _ITEMS.get(name)
+        large = _frames_upto(store, capture_id, at) > FOLD_MAX
+        if large and name in STREAMED:
+            return self.streamed(store, capture_id, name, at, (max(0, offset), max(1, limit)))
+        if items is None:
+            return page_of(self.view(store, capture_id, name, at), offset, limit)
+        if large:
+            return _page_items(*items(self.parted(store, capture_id, name, at)), offset, limit)
+        if at is not None:
+            r = reconstruct((sf.frame for sf in store.frames(capture_id, upto_seq=at)), at=at)
+            return _page_items(*items(r), offset, limit)
+        with self.lock:
+            return _page_items(*items(self.current(store, capture_id)), offset, limit)
+
+    def streamed(
+        self,
+        store: Store,
+        capture_id: int,
+        name: str,
+        at: int | None,
+        window: tuple[int, int] | None,
+    ) -> dict[str, Any]:
+        """A page (``window``: offset and limit; None: every item) of one of
+        :data:`STREAMED`, as :func:`page_of` makes it: folded as the commands stream it, its
+        items written to a spool file (:class:`~acp_proxy.export.listing.Spool`) and read
+        back a page at a time; the last one is kept (the page asks for it a page at a time).
+        Where that fold would not be exact, every frame of the view's part is folded and
+        the list kept."""
+        last = _frames_upto(store, capture_id, at)
+        key = (capture_id, name, at, last)
+        with self.lock:
+            if self._streamed is not None and self._streamed[0] == key:
+                return _window(self._streamed[1], window)
+            self._drop_streamed()  # the last one goes before the next is made
+        made = _streamed_list(store, capture_id, name, at)
+        with self.lock:
+            self._drop_streamed()
+            self._streamed = (key, made)
+            return _window(made, window)
+
+    def _drop_streamed(self) -> None:
+        """Let the last streamed view go (call with :attr:`lock` held: pages of a spool
+        are read under it)."""
+        if self._streamed is not None and isinstance(self._streamed[1], Spool):
+            self._streamed[1].close()
+        self._streamed = None
+
+    def parted(self, store: Store, capture_id: int, name: str, at: int | None) -> Reconstruction:
+        """What the view ``name`` (one of :data:`PARTED`) is made from, up to frame ``at``:
+        ``files`` and ``mcp`` folded from the frames they need alone where that is exact,
+        else (and the others) from the parts of :data:`PARTS`, as ``show --view`` folds
+        them. The last fold of each kind is kept — the views of one part share it: the
+        turns, permissions and sessions tabs, the messages between sessions —, and a fold
+        being made is waited for, not made twice (two tabs opened at once); folds of one
+        kind are made one at a time, so memory holds at most two of a kind (the one being
+        made and one handed out), whatever is asked at once."""
+        from acp_proxy.reconstruct.stream import FOLDED
+
+        kind = name if name in FOLDED else PARTS[name]
+        key = (capture_id, at, _frames_upto(store, capture_id, at))
+        while True:
+            with self.lock:
+                held = self._parted.get(kind)
+                if held is not None and held[0] == key:
+                    return held[1]
+                held = None  # the last one goes before the next is made: nothing holds it
+                pending = self._folding.get(kind)
+                if pending is None:
+                    done = self._folding[kind] = threading.Event()
+                    self._parted.pop(kind, None)
+                    break
+            pending.wait()  # then it is kept (the one asked for?), or it failed: see again
+        try:
+            r = _fold_for(store, capture_id, name, at)
+            with self.lock:
+                self._parted[kind] = (key, r)
+            return r
+        finally:
+            with self.lock:
+                del self._folding[kind]
+            done.set()
+
+    def current(self, store: Store, capture_id: int) -> Reconstruction:
+        """The reconstruction of everything recorded so far (call with :attr:`lock` held)."""
+        r, last = self._folds.pop(capture_id, (None, -1))
+        if r is None:
+            r = reconstruct(sf.frame for sf in store.frames(capture_id))
+            last = r.last_seq if r.last_seq is not None else -1
+        else:
+            for sf in store.frames(capture_id, after_seq=last):
+                r.feed(sf.frame)
+                last = sf.seq
+        self._folds[capture_id] = (r, last)
+        while len(self._folds) > self.keep:
+            self._folds.popitem(last=False)
+        return r
+
+
+def _fold_for(store: Store, capture_id: int, name: str, at: int | None) -> Reconstruction:
+    """:meth:`Folds.parted`'s fold of ``name`` up to ``at``."""
+    from acp_proxy.export.listing import fold_view
+    from acp_proxy.reading.capture import OpenCapture
+    from acp_proxy.reading.views import reconstruction
+    from acp_proxy.reconstruct.stream import FOLDED, NotStreamable
+
+    source = _source(store, capture_id)
+    if name in FOLDED:
+        try:
+            return fold_view(source, name, at)
+        except NotStreamable:
+            pass  # the parts, read whole where the frames' fields do not tell
+    return reconstruction(OpenCapture(source), at, parts=PARTS[name])
+
+
+def _streamed_list(store: Store, capture_id: int, name: str, at: int | None) -> Spool | list[Any]:
+    """:meth:`Folds.streamed`'s list: a spool of its items, or the items (every frame
+    folded)."""
+    import io
+
+    from acp_proxy.export.listing import spool_view, write_view
+    from acp_proxy.reconstruct.stream import NotStreamable
+
+    source = _source(store, capture_id)
+    try:
+        return spool_view(source, name, at=at)
+    except NotStreamable:
+        out = io.BytesIO()
+        write_view(source, name, out, at=at)
+        value: list[Any] = orjson.loads(out.getvalue())
+        return value
+
+
+def _window(made: Spool | list[Any], window: tuple[int, int] | None) -> dict[str, Any]:
+    """Items ``offset`` to ``offset + limit`` of a streamed list (all of them without
+    ``window``), as :func:`page_of` makes them."""
+    offset, limit = window if window is not None else (0, len(made))
+    if isinstance(made, list):
+        return page_of(made, offset, limit)
+    read = made.items(offset, offset + limit)
+    items = orjson.loads(b"[" + b",".join(read) + b"]") if read else []
+    return {"items": items, "total": len(made), "offset": offset}
+
+
+def _view_function(name: str) -> Callable[[Reconstruction], Any]:
+    to_json = VIEWS.get(name)
+    if to_json is None:
+        raise UsageError(f"no view {name!r} (choose from {', '.join(VIEWS)})")
+    return to_json
+
+
+def _page_items(
+    items: list[Any], to_json: Callable[[Any], Any], offset: int, limit: int
+) -> dict[str, Any]:
+    offset = max(0, offset)
+    page = [to_json(x) for x in items[offset : offset + max(1, limit)]]
+    return {"items": page, "total": len(items), "offset": offset}
+
+
+def _source(store: Store, capture_id: int) -> Any:
+    from acp_proxy.store.refs import Source
+
+    return Source(store.capture(str(capture_id)), f"capture {capture_id}", store=store)
+
+
+STATE_ITEMS = 200
+"""Items of each list the state at a frame shows: the last ones (a million frames' turns,
+tool calls and the rest would be a hundred MB to send and to draw)."""
+
+
+def state_json(
+    store: Store, capture_id: int, at: int, folds: Folds | None = None
+) -> dict[str, Any]:
+    """The reconstructed state after frame ``at``: what the user had seen by then, as the
+    views of the capture's tabs show it — of turns, tool calls, terminals and files the last
+    :data:`STATE_ITEMS`, with how many there are in ``counts``. Past :data:`FOLD_MAX`
+    frames, each section as its tab folds it: turns, tool calls and sessions from the
+    sessions part (which keeps the tool calls its turns list), terminals streamed, files
+    from their frames."""
+    if _frames_upto(store, capture_id, at) > FOLD_MAX:
+        folds = folds or Folds()
+        r = folds.parted(store, capture_id, "sessions", at)
+        turns, tools, sessions = _last_turns(r), _last_tools(r), rviews.sessions_json(r)
+        del r  # the sessions part may go before the next fold is made
+        terminals = folds.view(store, capture_id, "terminals", at)
+        files = folds.view(store, capture_id, "files", at)
+    else:
+        r = reconstruct((sf.frame for sf in store.frames(capture_id, upto_seq=at)), at=at)
+        turns, tools, sessions = _last_turns(r), _last_tools(r), rviews.sessions_json(r)
+        terminals, files = rviews.terminals_json(r), rviews.files_json(r)
+    return {
+        "at": at,
+        "turns": turns[1],
+        "tools": tools[1],
+        "terminals": terminals[-STATE_ITEMS:],
+        "files": files[-STATE_ITEMS:],
+        "sessions": sessions,
+        "counts": {
+            "turns": turns[0],
+            "tools": tools[0],
+            "terminals": len(terminals),
+            "files": len(files),
+        },
+    }
+
+
+def _last_turns(r: Reconstruction) -> tuple[int, list[dict[str, Any]]]:
+    return len(r.turns), [rviews.turn_json(r, t) for t in r.turns[-STATE_ITEMS:]]
+
+
+def _last_tools(r: Reconstruction) -> tuple[int, list[dict[str, Any]]]:
+    calls = list(r.tool_calls.values())
+    return len(calls), [rviews.tool_json(tc) for tc in calls[-STATE_ITEMS:]]
