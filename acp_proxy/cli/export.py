@@ -281,45 +281,32 @@ def export(
     if redactor is None and fmt in ("jsonl", "har"):  # streamed
         if terminal is not None:
             raise UsageError("--terminal goes with --format asciicast")
-        (_jsonl if fmt == "jsonl" else _har)(db, capture, output, frames_only)
+        _streamed(fmt, db, capture, output, frames_only)
         return
     # redaction sees the whole capture first (stable pseudonyms, secrets split across chunks)
     write_export(db, capture, fmt, terminal, output, redactor, otel_content, frames_only)
 
 
-def _jsonl(db: Path | None, capture: str | None, output: Path | None, frames_only: bool) -> None:
+def _streamed(
+    fmt: str, db: Path | None, capture: str | None, output: Path | None, frames_only: bool
+) -> None:
+    """A ``jsonl`` or ``har`` export written as the frames are read (never all held)."""
+    from acp_proxy.export.har import write_har_export
     from acp_proxy.export.jsonl import write_export as write_jsonl_export
 
+    write = write_jsonl_export if fmt == "jsonl" else write_har_export
     source = resolve(capture, db_path(db))
     c = source.capture
     with Progress(f"exporting capture {c.get('id', '')}", c.get("message_count")) as bar:
         if output is not None:
             with open_private(output) as out:
-                n = write_jsonl_export(source, out, frames_only=frames_only, progress=bar.wrap)
+                n = write(source, out, frames_only=frames_only, progress=bar.wrap)
         else:
-            write_jsonl_export(source, sys.stdout.buffer, frames_only=frames_only,
-                               progress=bar.wrap)  # fmt: skip
-    if output is not None:
-        echo(f"wrote {n} frames to {output}", err=True)
-
-
-def _har(db: Path | None, capture: str | None, output: Path | None, frames_only: bool) -> None:
-    """An HTTP Archive written as the frames are read (a million frames are never held)."""
-    from acp_proxy.export.har import write_har
-
-    source = resolve(capture, db_path(db))
-    c = source.capture
-    events = [] if frames_only else list(source.events())
-    with Progress(f"exporting capture {c.get('id', '')}", c.get("message_count")) as bar:
-        frames = bar.wrap(source.frames())
-        if output is not None:
-            with open_private(output) as out:
-                write_har(c, frames, events, out)
-        else:
-            write_har(c, frames, events, sys.stdout.buffer)
+            write(source, sys.stdout.buffer, frames_only=frames_only, progress=bar.wrap)
             sys.stdout.buffer.flush()
     if output is not None:
-        echo(f"wrote har to {output}", err=True)
+        echo(f"wrote {n} frames to {output}" if fmt == "jsonl" else f"wrote har to {output}",
+             err=True)  # fmt: skip
 
 
 def _private_stdout(output: Path | None) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import IO, Any
 from urllib.parse import quote, urlsplit
@@ -24,8 +24,9 @@ from acp_proxy import __version__
 from acp_proxy.export.core.redact import Redactor
 from acp_proxy.protocol.frames import Direction, Opcode
 from acp_proxy.store.reader import StoredFrame
+from acp_proxy.store.refs import Source
 
-__all__ = ["render_har", "write_har"]
+__all__ = ["render_har", "write_har", "write_har_export"]
 
 
 def _epoch(started_at: Any) -> float:
@@ -183,6 +184,21 @@ def write_har(
         out.write((b"," if n > len(batch) else b"") + b",".join(batch))
     out.write((b"\n" + b" " * indent if n else b"") + text[cut:] + b"\n")
     return n
+
+
+def write_har_export(
+    source: Source,
+    out: IO[bytes],
+    *,
+    frames_only: bool = False,
+    progress: Callable[[Iterator[StoredFrame]], Iterator[StoredFrame]] | None = None,
+) -> int:
+    """A whole capture as an unredacted HAR written to ``out`` (:func:`write_har`; the
+    events give the handshake, none with ``frames_only``); ``progress`` wraps the frames
+    as they are read. Returns the number of messages."""
+    frames = source.frames()
+    events = [] if frames_only else list(source.events())
+    return write_har(source.capture, frames if progress is None else progress(frames), events, out)
 
 
 _EMPTY_MESSAGES = b'"_webSocketMessages": []'
