@@ -56,7 +56,7 @@ _RETRY_S = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 _PATIENCE_S = float(os.environ.get("ACP_PROXY_RECORDER_PATIENCE", "10"))
 # Our own writers wait for each other's short transactions all the time: a lock is news only
 # once it has lasted this long.
-_QUIET_LOCK_S = 5.0
+_QUIET_LOCK_S = float(os.environ.get("ACP_PROXY_RECORDER_QUIET_LOCK", "5"))
 
 
 class Recorder:
