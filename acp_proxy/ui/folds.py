@@ -102,16 +102,20 @@ def page_of(items: Any, offset: int, limit: int) -> dict[str, Any]:
 
 
 def check_foldable(
-    store: Store, capture_id: int, at: int | None = None, limit: int | None = None
+    store: Store,
+    capture_id: int,
+    at: int | None = None,
+    limit: int | None = None,
+    fmt: str = "FORMAT",
 ) -> None:
-    """Refuse, with what to run instead, a fold of more than ``limit`` frames
-    (:data:`FOLD_MAX`)."""
+    """Refuse, with the command to run instead, an export in ``fmt`` that needs the fold
+    of more than ``limit`` frames (:data:`FOLD_MAX`)."""
     limit = FOLD_MAX if limit is None else limit
     frames = _frames_upto(store, capture_id, at)
     if frames > limit:
         raise UsageError(
             f"too large to fold here ({frames} frames; the server folds at most {limit}): "
-            f"use acp-proxy show {capture_id} --view NAME [--at SEQ] or acp-proxy export"
+            f"use acp-proxy export {capture_id} --format {fmt}"
         )
 
 

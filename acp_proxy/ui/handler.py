@@ -268,7 +268,7 @@ class Handler(BoundedHandler):
         cid = int(c["id"])
         name = f"capture-{cid}"
         if fmt in ("html", "patch", "asciicast"):
-            api.check_foldable(store, cid)
+            api.check_foldable(store, cid, fmt=fmt)
         if fmt == "html":
             import io
 

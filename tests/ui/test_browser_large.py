@@ -53,6 +53,7 @@ def _nothing_refused(page: Any) -> None:
 def test_the_captures_are_past_the_limit(url: str) -> None:
     status, _, body = request(url, "/api/captures/3/export/html")  # it needs the whole fold
     assert status == 400 and b"too large to fold here (17 frames" in body, body
+    assert b"use acp-proxy export 3 --format html" in body, body  # what to run instead
 
 
 def test_files_messages_and_mcp_calls_past_the_fold_limit(page: Any, url: str) -> None:
