@@ -28,8 +28,8 @@ def demo(demo_copy: Path) -> Store:
 def test_fold_limit(demo: Store) -> None:
     check_foldable(demo, 1, limit=46)
     check_foldable(demo, 1, at=9, limit=10)
-    with pytest.raises(UsageError, match=r"46 frames.*acp-proxy show 1 --view"):
-        check_foldable(demo, 1, limit=45)
+    with pytest.raises(UsageError, match=r"46 frames.*acp-proxy export 1 --format patch"):
+        check_foldable(demo, 1, limit=45, fmt="patch")
     with pytest.raises(UsageError, match="11 frames"):
         check_foldable(demo, 1, at=10, limit=10)
 
