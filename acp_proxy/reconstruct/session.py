@@ -191,8 +191,9 @@ class Turn:
     def chunk(self, role: str, message_id: Any, content: Any) -> None:
         """A message or thought chunk: its text is appended (§5.1, §5.2)."""
         if isinstance(content, dict) and content.get("type") == "text":
-            key = (role, _hashable(message_id))
-            self.messages.setdefault(key, []).append(str(content.get("text", "")))
+            if message_id is not None and message_id.__class__ is not str:  # most are
+                message_id = _hashable(message_id)
+            self.messages.setdefault((role, message_id), []).append(str(content.get("text", "")))
 
     def upsert(self, role: str, message_id: Any, u: dict[str, Any]) -> None:
         """A v2 ``agent_message``/``agent_thought``: omitted content = unchanged, ``null`` or

@@ -144,12 +144,25 @@ class Fold:
         """A ``session/update`` of one of the :data:`CHUNKS` kinds (``update`` its
         ``params.update``, ``sid`` its ``sessionId`` or ``""``): what :meth:`_update` does
         with it, without making it a message first (most of a long turn is these)."""
-        self.count_update(sid, kind, seq, t_ns)
-        if self._keep_sessions and sid not in self._replaying:
+        turn = self._open.get(sid)
+        if (
+            turn is not None
+            and self._keep_sessions
+            and sid in self.sessions
+            and sid not in self._replaying
+        ):  # the common case: all count_update does is count it in its open turn
+            turn.updates += 1
+            if turn.first_output_seq is None:  # a chunk is output (OUTPUT_UPDATES)
+                turn.first_output_seq, turn.first_output_t_ns = seq, t_ns
+        else:
+            self.count_update(sid, kind, seq, t_ns)
+            if not self._keep_sessions or sid in self._replaying:
+                return
             turn = self._open.get(sid)
-            if turn is not None:
-                role = "agent" if kind == "agent_message_chunk" else "thought"
-                turn.chunk(role, update.get("messageId"), update.get("content"))
+            if turn is None:
+                return
+        role = "agent" if kind == "agent_message_chunk" else "thought"
+        turn.chunk(role, update.get("messageId"), update.get("content"))
 
     @property
     def v2(self) -> bool:
