@@ -23,6 +23,19 @@ import orjson
 
 from acp_proxy.reconstruct.files import Files
 from acp_proxy.reconstruct.history import Replay
+from acp_proxy.reconstruct.kinds import (
+    CHUNKS,
+    EVERYTHING,
+    FILES,
+    OUTPUT_UPDATES,
+    SESSIONS,
+    TERMINALS,
+    TOOL_UPDATES,
+    TOOLS,
+)
+from acp_proxy.reconstruct.kinds import KNOWN_ELSEWHERE as _KNOWN_ELSEWHERE
+from acp_proxy.reconstruct.kinds import TERMINAL_KINDS as _TERMINAL_KINDS
+from acp_proxy.reconstruct.kinds import TREE_UPDATES as _TREE_UPDATES
 from acp_proxy.reconstruct.mcp import McpCalls
 from acp_proxy.reconstruct.session import Change, Permission, SessionState, Turn
 from acp_proxy.reconstruct.subagents import SessionMessage, Subagent
@@ -49,36 +62,7 @@ __all__ = [
     "Key",
 ]
 
-TOOLS, TERMINALS, FILES, SESSIONS = "tools", "terminals", "files", "sessions"
-"""The parts of a reconstruction: ``sessions`` is sessions, turns and permissions."""
-EVERYTHING = frozenset({TOOLS, TERMINALS, FILES, SESSIONS})
-
-TOOL_UPDATES = frozenset({"tool_call", "tool_call_update", "tool_call_content_chunk"})
-OUTPUT_UPDATES = frozenset(
-    {
-        "agent_message_chunk",
-        "agent_thought_chunk",
-        "agent_message",
-        "agent_thought",
-        "tool_call",
-        "tool_call_update",
-        "tool_call_content_chunk",
-        "plan",
-        "plan_update",
-        "terminal_update",
-        "terminal_output_chunk",
-    }
-)
-"""Updates that count as the agent's first visible output in a turn."""
-
 Key = tuple[str, str]
-_TREE_UPDATES = frozenset(
-    {"subagent_update", "session_message", "session_message_chunk", "replay_complete"}
-)
-_TERMINAL_KINDS = frozenset({"terminal_update", "terminal_output_chunk"})
-CHUNKS = frozenset({"agent_message_chunk", "agent_thought_chunk"})
-"""The updates :meth:`Fold.chunk_update` folds from their ``params.update`` alone."""
-_KNOWN_ELSEWHERE = _TREE_UPDATES | {"user_message_chunk", "user_message"}
 
 
 class Fold:
