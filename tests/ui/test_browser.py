@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from support.demo import demo_database
 from support.proc import PROXY, wait_recorded
-from support.ui import checked_page, playwright_sync_api, running_browser, ui_server
+from support.ui import playwright_sync_api, ui_server
 
 pytestmark = pytest.mark.browser
 sync_api = playwright_sync_api()  # skips this module where playwright is not installed
@@ -33,18 +33,6 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def url(demo_db: Path) -> Iterator[str]:
     with ui_server(demo_db) as u:
         yield u
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with running_browser() as b:
-        yield b
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with checked_page(browser) as pg:
-        yield pg
 
 
 def test_captures_list(page: Any, url: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from support.paths import DATA
 from support.proc import PROXY
-from support.ui import checked_page, playwright_sync_api, request, running_browser, ui_server
+from support.ui import playwright_sync_api, request, ui_server
 
 pytestmark = pytest.mark.browser
 sync_api = playwright_sync_api()  # skips this module where playwright is not installed
@@ -32,18 +32,6 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                        capture_output=True, timeout=60)  # fmt: skip
     with ui_server(db, env={"ACP_PROXY_UI_FOLD_MAX": "3"}) as u:
         yield u
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with running_browser() as b:
-        yield b
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with checked_page(browser) as pg:
-        yield pg
 
 
 def _nothing_refused(page: Any) -> None:

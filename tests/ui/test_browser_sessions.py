@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from support.paths import DATA
 from support.proc import PROXY, peer, wait_recorded
-from support.ui import checked_page, playwright_sync_api, running_browser, ui_server
+from support.ui import playwright_sync_api, ui_server
 
 pytestmark = pytest.mark.browser
 sync_api = playwright_sync_api()  # skips this module where playwright is not installed
@@ -42,18 +42,6 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     wait_recorded(db)
     with ui_server(db) as u:
         yield u
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with running_browser() as b:
-        yield b
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with checked_page(browser) as pg:
-        yield pg
 
 
 def test_the_session_tree(page: Any, url: str) -> None:

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 from support.demo import demo_database
 from support.proc import PROXY, wait_recorded
-from support.ui import checked_page, playwright_sync_api, running_browser, ui_server
+from support.ui import playwright_sync_api, ui_server
 
 pytestmark = pytest.mark.browser
+PAGE_WIDTH = 1400  # the layout is checked at 1400×900 (the browser fixtures: conftest.py)
 sync_api = playwright_sync_api()  # skips this module where playwright is not installed
 
 expect = sync_api.expect
@@ -35,18 +36,6 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def url(demo_db: Path) -> Iterator[str]:
     with ui_server(demo_db) as u:
         yield u
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with running_browser() as b:
-        yield b
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    with checked_page(browser, width=1400) as pg:
-        yield pg
 
 
 def api(url: str, path: str) -> Any:
