@@ -19,6 +19,7 @@ import orjson
 
 from acp_proxy.errors import UsageError
 from acp_proxy.export.listing import Spool
+from acp_proxy.reading import views as reading_views
 from acp_proxy.reading.views import PARTS_OF
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct import views as rviews
@@ -48,19 +49,14 @@ whole fold (``html``, ``patch``, ``asciicast``) are refused with the command to 
 ``ACP_PROXY_UI_FOLD_MAX`` lowers it (the tests: a large capture without recording one)."""
 
 VIEWS: dict[str, Callable[[Reconstruction], Any]] = {
-    "turns": rviews.turns_json,
-    "tools": rviews.tools_json,
-    "permissions": rviews.permissions_json,
-    "terminals": rviews.terminals_json,
-    "diffs": rviews.diffs_json,
-    "files": rviews.files_json,
-    "sessions": rviews.sessions_json,
+    **reading_views.VIEWS,
     "messages": rviews.session_messages_json,
     "mcp": rviews.mcp_calls_json,
 }
+"""The views of ``show --view``, and two the inspector shows in the sessions and tools
+tabs: the messages between sessions and the MCP calls."""
 
-
-STREAMED = ("tools", "terminals", "diffs")
+STREAMED = reading_views.STREAMED
 """The views the commands write as they fold only the frames they need: served at any
 size."""
 
