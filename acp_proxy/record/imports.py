@@ -25,7 +25,7 @@ from acp_proxy.record.ledger import LedgerContent, ledger_files, read_ledger
 from acp_proxy.record.spill import segment_path
 from acp_proxy.record.sqlite import Database
 from acp_proxy.store import liveness
-from acp_proxy.store.db import now_iso
+from acp_proxy.store.db import iso_after, now_iso
 
 __all__ = ["ImportResult", "import_ledger", "import_spills"]
 
@@ -165,8 +165,7 @@ def _import_journal(db: Database, journal: str, warn: Warn) -> ImportResult:
             gone = [uid for uid in core.captures().values() if not _relay_alive(db, uid)]
             if gone:
                 core.finish(now_iso())  # they end at their last record (no noticed_ns)
-                db.write(core.take(), journal, position)
-                _dated_by_their_end(db, gone)
+                db.write(_dated_by_their_end(db, core.take(), gone), journal, position)
             reader.remove_before(position + (1 << 40))
             db.forget_journal(journal)
             done = True
@@ -192,24 +191,15 @@ def _relay_alive(db: Database, uid: str) -> bool:
     return row is not None and liveness.alive(row[0], row[1])
 
 
-def _dated_by_their_end(db: Database, uids: list[str]) -> None:
-    """A capture closed here, its relay long gone, ended at its last record: its
-    ``ended_at`` is that moment on the wall clock (its start and what it lasted), not the
-    moment the journal was brought in."""
-    from datetime import datetime, timedelta
-
-    for uid in uids:
-        row = db.conn.execute(
-            "SELECT started_at, ended_ns FROM captures WHERE uid = ?", [uid]
-        ).fetchone()
-        if row is None or row[0] is None or row[1] is None:
-            continue
-        try:
-            start = datetime.fromisoformat(str(row[0]).replace("Z", "+00:00"))
-        except ValueError:
-            continue
-        end = start + timedelta(microseconds=row[1] // 1000)
-        db.conn.execute(
-            "UPDATE captures SET ended_at = ? WHERE uid = ?",
-            [end.isoformat(timespec="milliseconds").replace("+00:00", "Z"), uid],
-        )
+def _dated_by_their_end(db: Database, rows: list[Row], gone: list[str]) -> list[Row]:
+    """``rows``, where a capture of ``gone`` is closed (its relay long gone, it ended at
+    its last record) with ``ended_at`` that moment on the wall clock — its start and what
+    it lasted —, not the moment the journal was brought in."""
+    for r in rows:
+        if isinstance(r, CaptureFields) and r.uid in gone and "ended_ns" in r.fields:
+            row = db.conn.execute("SELECT started_at FROM captures WHERE uid = ?", [r.uid])
+            found = row.fetchone()
+            ended = iso_after(found[0] if found else None, r.fields["ended_ns"])
+            if ended is not None:
+                r.fields["ended_at"] = ended
+    return rows

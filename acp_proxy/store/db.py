@@ -12,6 +12,7 @@ import os
 import re
 import sqlite3
 from collections.abc import Iterator
+from datetime import datetime
 from importlib import resources
 from pathlib import Path
 
@@ -38,9 +39,27 @@ PAGE_SIZE = 65536
 
 def now_iso() -> str:
     """Wall-clock time as the database stores it: UTC, milliseconds, a ``Z``."""
-    from datetime import UTC, datetime
+    from datetime import UTC
 
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return _iso(datetime.now(UTC))
+
+
+def iso_after(start: object, ns: int) -> str | None:
+    """The wall-clock time ``ns`` nanoseconds after ``start`` (a time as the database
+    stores it), stored alike; None when ``start`` is not such a time."""
+    from datetime import timedelta
+
+    if not isinstance(start, str):
+        return None
+    try:
+        when = datetime.fromisoformat(start.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return _iso(when + timedelta(microseconds=ns // 1000))
+
+
+def _iso(when: datetime) -> str:
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def default_db_path() -> Path:
