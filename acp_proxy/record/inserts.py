@@ -51,7 +51,6 @@ _UPDATES: dict[tuple[str, str | None], _Shape] = {
 """The shapes of a terminated ``session/update`` notification with only the common fields
 (most of a long capture), by direction and opcode: all but six columns are constants of
 the statement (ours, never a peer's text)."""
-_SESSION_UPDATE = "session/update"
 
 
 def info_values(i: Info) -> tuple[Any, ...]:
@@ -123,7 +122,7 @@ class FrameInserter:
                 or not (opcode is None or opcode == "text")
             ):
                 now, values = _FULL, _frame_values(r)
-            elif i.method == _SESSION_UPDATE and r.terminated and i.kind == Kind.NOTIFICATION:
+            elif i.method == "session/update" and r.terminated and i.kind == Kind.NOTIFICATION:
                 now = _UPDATES[r.direction, opcode]
                 values = (r.seq, r.t_ns, r.raw, len(r.raw), i.session_id, i.update_kind)
             else:

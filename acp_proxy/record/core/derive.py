@@ -31,7 +31,6 @@ _DIRECTION: dict[int, Direction] = {
 _DIRECTION_TEXT: dict[int, str] = {Stream.C2A: "c2a", Stream.A2C: "a2c"}
 
 _MAX_U16 = 0xFFFF
-_SESSION_UPDATE = "session/update"
 
 
 def frame_rows(
@@ -56,12 +55,7 @@ def frame_rows(
         st.chunk_first_seq = seq
     t = t_abs - cap.started_ns
     direction = _DIRECTION[s]
-    plain = parts is None and opcode != "binary" and len(raw) < SKIM_ABOVE
-    chunk = message_chunk(raw) if plain else None
-    if chunk is not None:  # most of a long capture: known by its bytes, not parsed
-        info = Info(Kind.NOTIFICATION, _SESSION_UPDATE, None, chunk[0], chunk[1])
-    else:
-        info = classify_frame(raw, parts, opcode)
+    info = classify_frame(raw, parts, opcode)
     anomalies = info.anomalies
     if extra or st.resumed or st.undelivered:
         anomalies = [*anomalies, *extra]
@@ -109,6 +103,9 @@ def classify_frame(raw: bytes, parts: list[bytes] | None, opcode: str | None) ->
         return skim(head_of(parts))
     if len(raw) >= SKIM_ABOVE:
         return skim(raw[:HEAD])
+    chunk = message_chunk(raw)  # most of a long capture: known by its bytes, not parsed
+    if chunk is not None:
+        return Info(Kind.NOTIFICATION, "session/update", None, chunk[0], chunk[1])
     return classify(raw)
 
 
