@@ -6,6 +6,10 @@ take a fifth of a large fold's time (``bench/bench_reconstruct.py``) and a third
 recorder's at small frames. So:
 
 - a fold runs with the collector paused (:func:`paused`), and it is back as it was after;
+  a fold kept for long (a large capture's, which the inspector keeps and reads a page at a
+  time) is frozen as it ends: the next collections would otherwise walk its hundreds of
+  thousands of objects, a few hundred ms each time, for nothing (it has no cycle, and it
+  is freed by reference counts all the same);
 - a relaying process freezes what it loaded and collects its young objects far less often
   (:func:`for_relaying`), so the thread with bytes to forward is not held up by it;
 - the recorder process freezes and turns it off (:func:`for_recording`): it collects by
@@ -22,13 +26,16 @@ __all__ = ["for_recording", "for_relaying", "paused"]
 
 
 @contextlib.contextmanager
-def paused() -> Iterator[None]:
-    """No cyclic collection while inside (as it was, after)."""
+def paused(keep: bool = False) -> Iterator[None]:
+    """No cyclic collection while inside (as it was, after); with ``keep``, what is made
+    inside (and all before) is frozen when it ends, never walked by a collection again."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if keep:
+            gc.freeze()
         if enabled:
             gc.enable()
 

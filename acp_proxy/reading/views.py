@@ -10,7 +10,7 @@ text for a terminal is made by :mod:`acp_proxy.text.views`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, Protocol, TypeVar
 
 import orjson
@@ -21,8 +21,10 @@ from acp_proxy.protocol.frames import Direction, Frame, Opcode
 from acp_proxy.reading.capture import OpenCapture
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct import views as rviews
+from acp_proxy.reconstruct.session import Turn
 from acp_proxy.reconstruct.updates import CHUNKS, FILES, SESSIONS
-from acp_proxy.store.scan import CHUNK, COUNTED, UNREAD, fold_rows
+from acp_proxy.store.reader import Store
+from acp_proxy.store.scan import CHUNK, COUNTED, UNREAD, fold_rows, raws_among
 
 T = TypeVar("T")
 
@@ -34,6 +36,7 @@ __all__ = [
     "ReadProgress",
     "export_text",
     "plain_frames",
+    "read_text",
     "reconstruction",
     "view_reconstruction",
     "write_json_view",
@@ -82,14 +85,17 @@ def reconstruction(
     session: str | None = None,
     progress: ReadProgress | None = None,
     parts: frozenset[str] | None = None,
+    text: bool = True,
 ) -> Reconstruction:
     """What the user saw of ``cap``: at its end, or after frame ``at``; of one session and
     its children alone with ``session``; with ``parts``, those parts alone
-    (:data:`PARTS_OF`): what they do not keep is not read whole."""
+    (:data:`PARTS_OF`): what they do not keep is not read whole. Without ``text``, the
+    turns' message chunks are left in their frames where the recorder's fields tell them:
+    read the text of the turns shown with :func:`read_text`."""
     if parts is None or cap.is_file:
         r = reconstruct(plain_frames(cap, at, progress), at=at)
     else:
-        r = _fold_parts(cap, parts, at, progress)
+        r = _fold_parts(cap, parts, at, progress, text)
     if session is not None:
         r.only_session(session)
     return r
@@ -102,8 +108,27 @@ PARTS_OF = {
 """The parts of a reconstruction a view reads (the others read all of it)."""
 
 
+def read_text(store: Store, capture_id: int, turns: Iterable[Turn]) -> None:
+    """Read the text ``turns`` (of a fold of capture ``capture_id`` made without ``text``,
+    :func:`reconstruction`) left in their frames: one pass over the frames from the first
+    to the last of them."""
+    turns = [t for t in turns if t.pending]
+    seqs = set().union(*(t.pending_seqs() for t in turns))
+    loads = orjson.loads
+    updates = {
+        seq: loads(raw)["params"]["update"]
+        for seq, raw in raws_among(store.conn, capture_id, seqs, CHUNKS)
+    }
+    for turn in turns:
+        turn.read_text(updates)
+
+
 def _fold_parts(
-    cap: OpenCapture, parts: frozenset[str], at: int | None, progress: ReadProgress | None
+    cap: OpenCapture,
+    parts: frozenset[str],
+    at: int | None,
+    progress: ReadProgress | None,
+    text: bool = True,
 ) -> Reconstruction:
     """The fold of ``parts`` from the database: the updates it only counts are counted from
     the fields the recorder derived, and the frames of methods it keeps nothing of
@@ -115,24 +140,37 @@ def _fold_parts(
     unread = r.feed_unread
     tick = progress.advance if progress is not None else None
     rows = fold_rows(
-        store.conn, cap.id, counted=r.counted, chunks=CHUNKS, unread=r.unread, upto_seq=at
+        store.conn,
+        cap.id,
+        counted=r.counted,
+        chunks=CHUNKS,
+        unread=r.unread,
+        upto_seq=at,
+        runs=not text,
     )
     directions = {d.value: d for d in Direction}
     opcodes: dict[str | None, Opcode | None] = {None: None, **{o.value: o for o in Opcode}}
-    with collector.paused():  # the fold makes no cycles
-        for n, (how, seq, d, t_ns, raw, terminated, opcode, sid, kind) in enumerate(rows, 1):
+    chunks, read = r.feed_chunks, 0
+    with collector.paused(keep=True):  # the fold makes no cycles, and is kept
+        for how, seq, d, t_ns, raw, terminated, opcode, sid, kind, frames in rows:
             if how == COUNTED:
                 count(seq, t_ns, sid or "", kind)
             elif how == CHUNK:
-                assert raw is not None
-                chunk(seq, t_ns, sid or "", kind, loads(raw)["params"]["update"])
+                if raw is None:  # a run of chunks, their text left in their frames
+                    chunks(seq, t_ns, sid or "", kind, frames)
+                else:
+                    chunk(seq, t_ns, sid or "", kind, loads(raw)["params"]["update"])
             elif how == UNREAD:
-                unread(seq)
+                assert raw is not None  # what pairs it: [kind, method, id token]
+                unread(seq, t_ns, directions[d], *loads(raw))
             else:
                 assert raw is not None
                 feed(Frame(seq, directions[d], t_ns, raw, bool(terminated), opcodes.get(opcode)))
-            if tick is not None and not n & 4095:
-                tick(4096)
+            if tick is not None:
+                read += frames
+                if read >= 4096:
+                    tick(read)
+                    read = 0
     return r
 
 

@@ -112,10 +112,22 @@ class Reconstruction(Fold):
             unread |= FILE_METHODS
         return unread
 
-    def feed_unread(self, seq: int) -> None:
-        """Fold frame ``seq``, of one of the :attr:`unread` methods: as :meth:`feed` would."""
+    def feed_unread(
+        self,
+        seq: int,
+        t_ns: int,
+        direction: Direction,
+        kind: str | None,
+        method: str | None,
+        ident: str | None,
+    ) -> None:
+        """Fold frame ``seq``, one message of one of the :attr:`unread` methods (its
+        ``kind``, ``method`` and id token as the recorder derived them), unread: as
+        :meth:`feed` would (it keeps nothing of it, but pairs it: an answer in a batch may
+        be its request's)."""
         self.frames += 1
         self.last_seq = seq
+        self._pairer.unread(seq, t_ns, direction, str(kind), str(method), ident)
 
     def feed_chunk(self, seq: int, t_ns: int, sid: str, kind: str, update: dict[str, Any]) -> None:
         """Fold frame ``seq``, a ``session/update`` notification of one of the
@@ -124,6 +136,16 @@ class Reconstruction(Fold):
         self.frames += 1
         self.last_seq = seq
         self.chunk_update(sid, kind, update, seq, t_ns)
+
+    def feed_chunks(self, first: int, t_ns: int, sid: str, kind: str, n: int) -> None:
+        """Fold frames ``first`` to ``first + n - 1``, chunks as :meth:`feed_chunk` takes,
+        from what the recorder derived of them alone (``t_ns`` the first's time): their text
+        is left in the frames until their turn's is read
+        (:meth:`~acp_proxy.reconstruct.session.Turn.read_text`), in one step
+        (:meth:`~acp_proxy.reconstruct.counting.Counting.chunk_run`)."""
+        self.frames += n
+        self.last_seq = first + n - 1
+        self.chunk_run(sid, kind, first, t_ns, n)
 
     def take(self, m: RpcMessage) -> None:
         """Fold one message (its response already paired with its request)."""

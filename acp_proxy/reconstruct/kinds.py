@@ -48,6 +48,6 @@ TREE_UPDATES = frozenset(
 )
 TERMINAL_KINDS = frozenset({"terminal_update", "terminal_output_chunk"})
 CHUNKS = frozenset({"agent_message_chunk", "agent_thought_chunk"})
-"""The updates :meth:`~acp_proxy.reconstruct.updates.Fold.chunk_update` folds from their
+"""The updates :meth:`~acp_proxy.reconstruct.counting.Counting.chunk_update` folds from their
 ``params.update`` alone."""
 KNOWN_ELSEWHERE = TREE_UPDATES | {"user_message_chunk", "user_message"}

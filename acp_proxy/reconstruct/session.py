@@ -17,10 +17,15 @@ What belongs here: the records for what surrounds tool calls —
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["Change", "Permission", "Retry", "SessionState", "Turn", "intervals_ns"]
+
+
+_CHUNK, _UPSERT = "chunk", "upsert"
+"""The changes a turn holds behind text not read yet (:attr:`Turn.pending`)."""
 
 
 def _hashable(message_id: Any) -> Any:
@@ -178,6 +183,11 @@ class Turn:
     permissions: list[Permission] = field(default_factory=list)
     idempotency_key: Any = None
     retries: list[Retry] = field(default_factory=list)
+    pending: list[Any] = field(default_factory=list)
+    """What changes :attr:`messages` and is not read yet, in order (:meth:`read_text`): the
+    ``seq`` of a message chunk whose text was left in its frame (a ``range`` of them, one
+    after the other), and each chunk or upsert that came after one (``(_CHUNK, role, id,
+    content)``, ``(_UPSERT, role, id, update)``)."""
 
     @property
     def open(self) -> bool:
@@ -190,6 +200,9 @@ class Turn:
 
     def chunk(self, role: str, message_id: Any, content: Any) -> None:
         """A message or thought chunk: its text is appended (§5.1, §5.2)."""
+        if self.pending:  # after text not read yet: in its turn
+            self.pending.append((_CHUNK, role, message_id, content))
+            return
         if isinstance(content, dict) and content.get("type") == "text":
             if message_id is not None and message_id.__class__ is not str:  # most are
                 message_id = _hashable(message_id)
@@ -198,6 +211,9 @@ class Turn:
     def upsert(self, role: str, message_id: Any, u: dict[str, Any]) -> None:
         """A v2 ``agent_message``/``agent_thought``: omitted content = unchanged, ``null`` or
         ``[]`` = cleared, an array = replaced (§5.2)."""
+        if self.pending:
+            self.pending.append((_UPSERT, role, message_id, u))
+            return
         message_id = _hashable(message_id)
         if "content" not in u:
             self.messages.setdefault((role, message_id), [])
@@ -209,8 +225,36 @@ class Turn:
             if isinstance(b, dict) and b.get("type") == "text"
         ]
 
+    def read_text(self, updates: Mapping[int, dict[str, Any]]) -> None:
+        """Fold what :attr:`pending` holds, in order: each chunk left in its frame from
+        ``updates`` (frame ``seq`` → its ``params.update``) as :meth:`chunk` would have."""
+        pending, self.pending = self.pending, []
+        for op in pending:
+            if isinstance(op, int | range):
+                for seq in range(op, op + 1) if isinstance(op, int) else op:
+                    u = updates[seq]
+                    kind = u.get("sessionUpdate")
+                    role = "agent" if kind == "agent_message_chunk" else "thought"
+                    self.chunk(role, u.get("messageId"), u.get("content"))
+            elif op[0] == _CHUNK:
+                self.chunk(*op[1:])
+            else:
+                self.upsert(*op[1:])
+
+    def pending_seqs(self) -> set[int]:
+        """The frames :attr:`pending` left its text in."""
+        seqs: set[int] = set()
+        for op in self.pending:
+            if isinstance(op, int):
+                seqs.add(op)
+            elif isinstance(op, range):
+                seqs.update(op)
+        return seqs
+
     def text(self, role: str) -> str:
         """What the agent said (``agent``) or thought (``thought``), messages in order."""
+        if self.pending:
+            raise LookupError(f"turn {self.index}: its text is not read yet (read_text)")
         return "".join("".join(parts) for (r, _), parts in self.messages.items() if r == role)
 
     @property

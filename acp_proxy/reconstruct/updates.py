@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from acp_proxy.reconstruct.counting import Counting
 from acp_proxy.reconstruct.files import Files
 from acp_proxy.reconstruct.history import Replay
 from acp_proxy.reconstruct.kinds import (
@@ -34,7 +35,6 @@ from acp_proxy.reconstruct.kinds import (
     TOOLS,
 )
 from acp_proxy.reconstruct.kinds import KNOWN_ELSEWHERE as _KNOWN_ELSEWHERE
-from acp_proxy.reconstruct.kinds import TERMINAL_KINDS as _TERMINAL_KINDS
 from acp_proxy.reconstruct.kinds import TREE_UPDATES as _TREE_UPDATES
 from acp_proxy.reconstruct.mcp import McpCalls
 from acp_proxy.reconstruct.session import Change, Permission, SessionState, Turn
@@ -65,7 +65,7 @@ __all__ = [
 Key = tuple[str, str]
 
 
-class Fold:
+class Fold(Counting):
     """Everything a client showed, as far as the frames folded so far tell."""
 
     def __init__(self, parts: frozenset[str] = EVERYTHING, *, timelines: bool = True) -> None:
@@ -94,59 +94,6 @@ class Fold:
         self._keep_tools = TOOLS in parts or self._keep_sessions  # turns list their tools
         self._keep_terminals = TERMINALS in parts
         self._keep_files = FILES in parts
-
-    @property
-    def counted(self) -> frozenset[str]:
-        """The ``session/update`` kinds this fold keeps nothing of but where they fall: a
-        reader may hand them to :meth:`count_update` unparsed (a terminal's output, unless
-        terminals are kept, and the message chunks, unless sessions are: most of a large
-        capture)."""
-        counted = _TERMINAL_KINDS if not self._keep_terminals else frozenset()
-        return counted if self._keep_sessions else counted | CHUNKS
-
-    def count_update(self, sid: str, kind: str, seq: int, t_ns: int) -> None:
-        """A ``session/update`` of one of the :attr:`counted` kinds (``sid`` its
-        ``sessionId``, ``""`` when that is not text): what :meth:`_update` does with it."""
-        replay = self._replaying.get(sid)
-        turn = self._open.get(sid) if replay is None else None
-        if replay is not None:
-            replay.updates += 1
-        if turn is not None:
-            turn.updates += 1
-            if turn.first_output_seq is None and kind in OUTPUT_UPDATES:
-                turn.first_output_seq, turn.first_output_t_ns = seq, t_ns
-        if self._keep_sessions:
-            s = self.sessions.get(sid)
-            if s is None:
-                s = self.sessions[sid] = SessionState(sid, seq, t_ns)
-            if replay is not None:
-                s.history += 1
-
-    def chunk_update(
-        self, sid: str, kind: str, update: dict[str, Any], seq: int, t_ns: int
-    ) -> None:
-        """A ``session/update`` of one of the :data:`CHUNKS` kinds (``update`` its
-        ``params.update``, ``sid`` its ``sessionId`` or ``""``): what :meth:`_update` does
-        with it, without making it a message first (most of a long turn is these)."""
-        turn = self._open.get(sid)
-        if (
-            turn is not None
-            and self._keep_sessions
-            and sid in self.sessions
-            and sid not in self._replaying
-        ):  # the common case: all count_update does is count it in its open turn
-            turn.updates += 1
-            if turn.first_output_seq is None:  # a chunk is output (OUTPUT_UPDATES)
-                turn.first_output_seq, turn.first_output_t_ns = seq, t_ns
-        else:
-            self.count_update(sid, kind, seq, t_ns)
-            if not self._keep_sessions or sid in self._replaying:
-                return
-            turn = self._open.get(sid)
-            if turn is None:
-                return
-        role = "agent" if kind == "agent_message_chunk" else "thought"
-        turn.chunk(role, update.get("messageId"), update.get("content"))
 
     @property
     def v2(self) -> bool:

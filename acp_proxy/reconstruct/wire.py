@@ -122,6 +122,26 @@ class Pairer:
         self._pairing.unreadable(frame.direction, None)
         return []
 
+    def unread(
+        self,
+        seq: int,
+        t_ns: int,
+        direction: Direction,
+        kind: str,
+        method: str,
+        ident: str | None,
+    ) -> None:
+        """Pair a message of frame ``seq`` left unread (its ``kind``, ``method`` and id
+        token as the recorder derived them) as :meth:`messages` would: a request is kept
+        for its answer (without its body), an answer takes its request."""
+        if ident is None:
+            return
+        if kind == "request":
+            stub = RpcMessage(seq, t_ns, direction, kind, method, ident, {})
+            self._pairing.request(direction, ident, stub)
+        elif kind != "notification":
+            self._pairing.response(direction, ident, error=kind == "error")
+
     def _one(self, frame: Frame, body: dict[str, Any]) -> RpcMessage | None:
         m = read_message(frame.seq, frame.t_ns, frame.direction, body)
         if m is None or m.id is None:

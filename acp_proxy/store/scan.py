@@ -5,8 +5,9 @@ alone, in large batches, and runs a test (``show --grep``'s pattern) over each f
 exact bytes. Building a full frame — twenty columns, whether a request went unanswered —
 costs several times the test itself, so a reader scans first and reads whole only the frames
 that matched (:meth:`acp_proxy.store.reader.Store.frames_at`). And :func:`fold_rows`: the
-frames of a fold that only counts some updates, those left unread. Read-only; never on the
-forwarding path.
+frames of a fold that only counts some updates, those left unread, and
+:func:`raws_among`, the bytes of the message chunks such a fold left in their frames, read
+when their text is asked for. Read-only; never on the forwarding path.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ __all__ = [
     "COUNTED",
     "UNREAD",
     "WHOLE",
+    "Row",
     "fold_rows",
     "frame_window",
     "matching_seqs",
+    "raws_among",
 ]
 
 BATCH = 8192
@@ -72,6 +75,10 @@ def matching_seqs(
         cur.close()
 
 
+Row = tuple[int, int, str, int, bytes | None, int, str | None, str | None, str, int]
+"""A row of :func:`fold_rows`."""
+
+
 def fold_rows(
     conn: sqlite3.Connection,
     capture_id: int,
@@ -80,36 +87,124 @@ def fold_rows(
     chunks: Collection[str] = (),
     unread: Collection[str] = (),
     upto_seq: int | None = None,
-) -> Iterator[tuple[int, int, str, int, bytes | None, int, str | None, str | None, str]]:
+    runs: bool = False,
+) -> Iterator[Row]:
     """The frames of a capture for a fold that only counts the ``session/update`` kinds
     ``counted``, reads the ``chunks`` kinds from their update alone and keeps nothing of
     the methods ``unread``: ``(how, seq, direction, t_ns, raw, terminated, opcode,
-    session_id, update_kind)`` in ``seq`` order, as stored (``direction`` and ``opcode``
-    their text), from a cursor. ``how`` is :data:`COUNTED` (``raw`` None: not read) or
-    :data:`CHUNK` for a notification of those kinds, :data:`UNREAD` (``raw`` None) for a
-    frame of those methods, each when the recorder read it whole and found nothing odd in
-    it, else :data:`WHOLE`."""
-    plain = "kind = 'notification' AND method = 'session/update' AND anomalies IS NULL"
+    session_id, update_kind, n)`` in ``seq`` order, as stored (``direction`` and
+    ``opcode`` their text). ``how`` is :data:`COUNTED` (``raw`` None: not read) or
+    :data:`CHUNK` for a notification of those kinds, :data:`UNREAD` for a frame of those
+    methods (``raw`` not its bytes but what pairs it, the JSON array ``[kind, method,
+    msg_id]``), each when the recorder read it whole and found nothing odd in it, else
+    :data:`WHOLE`. ``n`` is 1 but with ``runs``: a :data:`CHUNK` row then stands
+    for the ``n`` frames from it, its run — each the next ``seq``, stored right after the
+    one before, a chunk of the same session and kind —, none of them read (``raw`` None):
+    most of a long capture is such runs, and a row costs far more than a join."""
+    last = None
+    if runs:
+        window, args = frame_window(capture_id, upto_seq=upto_seq)
+        count, span, last = conn.execute(
+            f"SELECT COUNT(*), MAX(seq) - MIN(seq) + 1, MAX(seq) FROM messages WHERE {window}",
+            args,
+        ).fetchone()
+        runs = count == span  # a run's length is then where the next row begins
+    sql, args = _fold_sql(capture_id, upto_seq, counted, chunks, unread, runs)
+    cur = conn.execute(sql, args)
+    return _runs(cur, last) if runs and last is not None else cur
+
+
+def _fold_sql(
+    capture_id: int,
+    upto_seq: int | None,
+    counted: Collection[str],
+    chunks: Collection[str],
+    unread: Collection[str],
+    runs: bool,
+) -> tuple[str, list[Any]]:
+    """:func:`fold_rows`' query: with ``runs``, each chunk frame that goes on the run of the
+    one before it left out."""
+
+    def chunk(t: str) -> str:
+        return (
+            f"{t}.kind = 'notification' AND {t}.method = 'session/update'"
+            f" AND {t}.anomalies IS NULL AND {t}.update_kind IN ({_marks(chunks)})"
+        )
+
+    plain = "m.kind = 'notification' AND m.method = 'session/update' AND m.anomalies IS NULL"
     how = (
-        f"CASE WHEN {plain} AND update_kind IN ({_marks(counted)}) THEN {COUNTED}"
-        f" WHEN {plain} AND update_kind IN ({_marks(chunks)}) THEN {CHUNK}"
-        f" WHEN anomalies IS NULL AND method IN ({_marks(unread)}) THEN {UNREAD}"
+        f"CASE WHEN {plain} AND m.update_kind IN ({_marks(counted)}) THEN {COUNTED}"
+        f" WHEN {chunk('m')} THEN {CHUNK}"
+        f" WHEN m.anomalies IS NULL AND m.method IN ({_marks(unread)}) THEN {UNREAD}"
         f" ELSE {WHOLE} END"
     )
     inner = (
-        f"SELECT {how} AS how, seq, direction, t_ns, raw, terminated, opcode, session_id,"
-        " update_kind FROM messages WHERE capture_id = ?"
+        f"SELECT {how} AS how, m.seq, m.direction, m.t_ns, m.raw, m.terminated, m.opcode,"
+        " m.session_id, m.update_kind, m.kind, m.method, m.msg_id FROM messages m"
     )
-    args: list[Any] = [*counted, *chunks, *unread, capture_id]
+    args: list[Any] = [*counted, *chunks, *unread]
+    if runs:
+        inner += (
+            " LEFT JOIN messages p ON p.id = m.id - 1 AND p.capture_id = m.capture_id"
+            " AND p.seq = m.seq - 1"
+        )
+    inner += " WHERE m.capture_id = ?"
+    args.append(capture_id)
     if upto_seq is not None:
-        inner += " AND seq <= ?"
+        inner += " AND m.seq <= ?"
         args.append(upto_seq)
-    sql = (
-        f"SELECT how, seq, direction, t_ns, CASE WHEN how IN ({COUNTED}, {UNREAD}) THEN NULL"
-        " ELSE raw END,"
-        f" terminated, opcode, session_id, update_kind FROM ({inner} ORDER BY seq)"
+    if runs:
+        inner += (
+            f" AND NOT ({chunk('m')} AND p.id IS NOT NULL AND {chunk('p')}"
+            " AND p.session_id IS m.session_id AND p.update_kind = m.update_kind)"
+        )
+        args += [*chunks, *chunks]
+    unraw = f"{COUNTED}, {CHUNK}" if runs else f"{COUNTED}"
+    sql = (  # how is read once more, in raw's one CASE (each use of it is its CASE again)
+        f"SELECT how, seq, direction, t_ns, CASE WHEN how IN ({unraw}) THEN NULL"
+        f" WHEN how = {UNREAD} THEN json_array(kind, method, msg_id) ELSE raw END,"
+        f" terminated, opcode, session_id, update_kind, 1 FROM ({inner} ORDER BY m.seq)"
     )
-    return conn.execute(sql, args)
+    return sql, args
+
+
+def _runs(cur: sqlite3.Cursor, last: int) -> Iterator[Row]:
+    """The rows of ``cur``, each chunk's ``n`` its run's length: up to the next row (the
+    frames of the window follow one another), or to ``last``."""
+    try:
+        held: Row | None = None
+        for row in cur:
+            if held is not None:
+                yield (*held[:9], row[1] - held[1])
+                held = None
+            if row[0] == CHUNK:
+                held = row
+            else:
+                yield row
+        if held is not None:
+            yield (*held[:9], last - held[1] + 1)
+    finally:
+        cur.close()
+
+
+def raws_among(
+    conn: sqlite3.Connection, capture_id: int, seqs: Collection[int], update_kinds: Collection[str]
+) -> Iterator[tuple[int, bytes]]:
+    """``(seq, raw)`` of the frames ``seqs`` of a capture, ``session/update`` notifications
+    of the ``update_kinds``, in ``seq`` order: read in one pass from the first to the last
+    (the frames a page of turns left unread lie close together)."""
+    if not seqs:
+        return
+    sql = (
+        "SELECT seq, raw FROM messages WHERE capture_id = ? AND seq BETWEEN ? AND ?"
+        f" AND update_kind IN ({_marks(update_kinds)}) ORDER BY seq"
+    )
+    cur = conn.execute(sql, [capture_id, min(seqs), max(seqs), *update_kinds])
+    try:
+        while rows := cur.fetchmany(BATCH):
+            yield from ((seq, raw) for seq, raw in rows if seq in seqs)
+    finally:
+        cur.close()
 
 
 WHOLE, COUNTED, CHUNK, UNREAD = 0, 1, 2, 3

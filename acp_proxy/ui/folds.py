@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -20,9 +20,10 @@ import orjson
 from acp_proxy.errors import UsageError
 from acp_proxy.export.listing import Spool
 from acp_proxy.reading import views as reading_views
-from acp_proxy.reading.views import PARTS_OF
+from acp_proxy.reading.views import PARTS_OF, read_text
 from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct import views as rviews
+from acp_proxy.reconstruct.session import Turn
 from acp_proxy.reconstruct.updates import SESSIONS
 from acp_proxy.store.reader import Store
 
@@ -132,6 +133,7 @@ class Folds:
         # frame, wait in turn rather than hold a fold each
         self._parted: dict[Any, tuple[tuple[Any, ...], Reconstruction]] = {}
         self._folding: dict[Any, threading.Event] = {}
+        self._reading = threading.Lock()  # the text of a parted fold's turns (read_text)
 
     def view(self, store: Store, capture_id: int, name: str, at: int | None = None) -> Any:
         """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now).
@@ -142,7 +144,9 @@ class Folds:
         if _frames_upto(store, capture_id, at) > FOLD_MAX:
             if name in STREAMED:
                 return self.streamed(store, capture_id, name, at, None)["items"]
-            return to_json(self.parted(store, capture_id, name, at))
+            r = self.parted(store, capture_id, name, at)
+            self.read_text(store, capture_id, r.turns if name == "turns" else ())
+            return to_json(r)
         if at is not None:
             frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
             return to_json(reconstruct(frames, at=at))
@@ -161,7 +165,11 @@ class Folds:
         if items is None:
             return page_of(self.view(store, capture_id, name, at), offset, limit)
         if large:
-            return _page_items(*items(self.parted(store, capture_id, name, at)), offset, limit)
+            r = self.parted(store, capture_id, name, at)
+            listed, to_json = items(r)
+            page = listed[max(0, offset) : max(0, offset) + max(1, limit)]
+            self.read_text(store, capture_id, page if name == "turns" else ())
+            return _page_items(listed, to_json, offset, limit)
         if at is not None:
             r = reconstruct((sf.frame for sf in store.frames(capture_id, upto_seq=at)), at=at)
             return _page_items(*items(r), offset, limit)
@@ -236,6 +244,13 @@ class Folds:
                 del self._folding[kind]
             done.set()
 
+    def read_text(self, store: Store, capture_id: int, turns: Iterable[Turn]) -> None:
+        """Read the text of ``turns``, of a fold :meth:`parted` made (which leaves it in
+        the frames: a page of turns shows a few of them): one reader at a time, as the
+        fold is shared."""
+        with self._reading:
+            read_text(store, capture_id, turns)
+
     def current(self, store: Store, capture_id: int) -> Reconstruction:
         """The reconstruction of everything recorded so far (call with :attr:`lock` held)."""
         r, last = self._folds.pop(capture_id, (None, -1))
@@ -265,7 +280,7 @@ def _fold_for(store: Store, capture_id: int, name: str, at: int | None) -> Recon
             return fold_view(source, name, at)
         except NotStreamable:
             pass  # the parts, read whole where the frames' fields do not tell
-    return reconstruction(OpenCapture(source), at, parts=PARTS[name])
+    return reconstruction(OpenCapture(source), at, parts=PARTS[name], text=False)
 
 
 def _streamed_list(store: Store, capture_id: int, name: str, at: int | None) -> Spool | list[Any]:
@@ -335,6 +350,7 @@ def state_json(
     if _frames_upto(store, capture_id, at) > FOLD_MAX:
         folds = folds or Folds()
         r = folds.parted(store, capture_id, "sessions", at)
+        folds.read_text(store, capture_id, r.turns[-STATE_ITEMS:])
         turns, tools, sessions = _last_turns(r), _last_tools(r), rviews.sessions_json(r)
         del r  # the sessions part may go before the next fold is made
         terminals = folds.view(store, capture_id, "terminals", at)

@@ -16,14 +16,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from support.messages import frame_bytes, frames_of, import_frames, initialize
+from support.messages import A, C, frame_bytes, frames_of, import_frames, initialize
 from support.paths import DATA, RECORDINGS
 
 from acp_proxy.export.load import import_file
+from acp_proxy.protocol.frames import Opcode
 from acp_proxy.reading import open_capture, reconstruction
-from acp_proxy.reading.views import PARTS_OF
+from acp_proxy.reading.capture import OpenCapture
+from acp_proxy.reading.views import PARTS_OF, read_text
 from acp_proxy.reconstruct import Reconstruction
 from acp_proxy.reconstruct.updates import SESSIONS
 from acp_proxy.reconstruct.views import tools_json
@@ -62,6 +64,22 @@ def _assert_parts_fold_as_every_frame(db: Path, capture: str, ats: tuple[int | N
                     got = reconstruction(cap, at, session=session, parts=parts)
                     every = reconstruction(cap, at, session=session)
                     assert _shown(view, got) == _shown(view, every), (view, at, session)
+                    if SESSIONS in parts:
+                        later = reconstruction(cap, at, session=session, parts=parts, text=False)
+                        _read_text_a_page_first(cap, later)
+                        assert _shown(view, later) == _shown(view, every), (view, at, session)
+
+
+def _read_text_a_page_first(cap: OpenCapture, r: Reconstruction) -> None:
+    """The turns' text left in the frames, read as the inspector reads it: the last turn's
+    (a page), then all; a turn's text asked for before it is read is refused."""
+    assert cap.source.store is not None
+    for turn in r.turns:
+        if turn.pending:
+            with pytest.raises(LookupError):
+                turn.text("agent")
+    read_text(cap.source.store, cap.id, r.turns[-1:])
+    read_text(cap.source.store, cap.id, r.turns)
 
 
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
@@ -90,6 +108,21 @@ _CHUNKS = st.builds(
     st.sampled_from(["agent_message_chunk", "agent_thought_chunk"]),
     st.sampled_from(["m1", "m2", None]),
     st.text(max_size=5),
+)
+_RUNS = st.builds(  # chunks one after the other, as most of a long turn is
+    lambda sid, kind, texts: [
+        _update(sid, sessionUpdate=kind, content={"type": "text", "text": t}) for t in texts
+    ],
+    _SIDS,
+    st.sampled_from(["agent_message_chunk", "agent_thought_chunk"]),
+    st.lists(st.text(max_size=3), min_size=2, max_size=5),
+)
+_UPSERTS = st.builds(  # v2: a whole message, replacing its chunks or cleared
+    lambda sid, kind, mid, content: _update(sid, sessionUpdate=kind, messageId=mid, **content),
+    _SIDS,
+    st.sampled_from(["agent_message", "agent_thought"]),
+    st.sampled_from(["m1", "m2", None]),
+    st.sampled_from([{}, {"content": None}, {"content": [{"type": "text", "text": "w"}]}]),
 )
 _PROMPTS = st.builds(
     lambda sid, n: {"jsonrpc": "2.0", "id": 900 + n, "method": "session/prompt",
@@ -126,23 +159,40 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("hostile-parts")
 
 
+def _agent(*messages: dict[str, object]) -> list[tuple[object, bytes, object]]:
+    return [(None, json.dumps(m, separators=(",", ":")).encode(), None) for m in messages]
+
+
+_ANSWERED_IN_A_BATCH = [  # a batch answers a terminal request the fold leaves unread
+    ("c2a", b'{"jsonrpc":"2.0","id":0,"method":"session/new","params":{"cwd":"/w"}}', None),
+    (None, b'{"jsonrpc":"2.0","id":0,"result":{"sessionId":"s"}}', None),
+    (
+        None,
+        b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"sessionId":"s","cwd":"/x"}}',
+        Opcode.BINARY,
+    ),  # a binary frame the recorder does not pair, but the fold does
+    (None, b'{"jsonrpc":"2.0","id":1,"method":"terminal/create","params":{"sessionId":"s"}}', None),
+    ("c2a", b'[{"jsonrpc":"2.0","id":1,"result":null}]', None),
+]  # fmt: skip
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.integers(1, 2),
     st.lists(
         st.one_of(
-            frame_bytes(),
-            st.one_of(_TERMINAL_UPDATES, _CHUNKS).map(
-                lambda m: (None, json.dumps(m).encode(), None)
-            ),
-            _PROMPTS.map(lambda m: ("c2a", json.dumps(m).encode(), None)),
-            st.one_of(_ASKS, _CANCELS).map(lambda m: (None, json.dumps(m).encode(), None)),
-            _ANSWERS.map(lambda m: ("c2a", json.dumps(m).encode(), None)),
+            frame_bytes().map(lambda f: [f]),
+            st.one_of(_TERMINAL_UPDATES, _CHUNKS, _UPSERTS).map(_agent),
+            _RUNS.map(lambda run: _agent(*run)),
+            _PROMPTS.map(lambda m: [("c2a", json.dumps(m).encode(), None)]),
+            st.one_of(_ASKS, _CANCELS).map(_agent),
+            _ANSWERS.map(lambda m: [("c2a", json.dumps(m).encode(), None)]),
         ),
-        max_size=30,
-    ),
+        max_size=20,
+    ).map(lambda runs: [item for run in runs for item in run]),
     st.integers(0, 35),
 )
+@example(1, _ANSWERED_IN_A_BATCH, 40)
 def test_hostile_captures_read_as_every_frame_folds(
     work: Path, version: int, items: list[tuple[object, bytes, object]], at: int
 ) -> None:
@@ -156,3 +206,30 @@ def test_hostile_captures_read_as_every_frame_folds(
     db = work / f"hostile-{len(list(work.iterdir()))}.sqlite"
     cid = import_frames(db, frames, work)
     _assert_parts_fold_as_every_frame(db, str(cid), (None, at))
+
+
+def test_a_run_of_chunks_across_a_missing_frame_reads_as_every_frame_folds(tmp_path: Path) -> None:
+    """A capture whose ``seq`` skip one (a frame deleted; a run's length is then not where
+    the next frame begins): folded frame by frame, as every frame folds."""
+    import sqlite3
+
+    prompt = {"jsonrpc": "2.0", "id": 7, "method": "session/prompt",
+              "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]}}  # fmt: skip
+    chunks = [
+        _update("s", sessionUpdate="agent_message_chunk", content={"type": "text", "text": t})
+        for t in "abcdef"
+    ]
+    answer = b'{"jsonrpc":"2.0","id":7,"result":{"stopReason":"end_turn"}}'
+    init = [(d, json.dumps(m).encode(), None) for d, m in initialize(1)]
+    items = [*init, (C, json.dumps(prompt).encode(), None), *_agent(*chunks), (None, answer, None)]
+    frames = frames_of([(A if d is None else d, raw, op) for d, raw, op in items])  # type: ignore[misc]
+    db = tmp_path / "gap.sqlite"
+    cid = import_frames(db, frames, tmp_path)
+    missing = len(init) + 3  # the third chunk
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM messages WHERE capture_id = ? AND seq = ?", [cid, missing])
+    _assert_parts_fold_as_every_frame(db, str(cid), (None, missing, missing + 1))
+    with open_capture(db, str(cid)) as cap:
+        [turn] = reconstruction(cap, parts=frozenset({SESSIONS}), text=False).turns
+        read_text(cap.source.store, cap.id, [turn])
+        assert turn.text("agent") == "abdef"
