@@ -35,6 +35,7 @@ from acp_proxy.reading.views import (
     SELECTED,
     STREAMED,
     VIEWS,
+    WITHOUT_TEXT,
     view_reconstruction,
     write_json_view,
 )
@@ -81,8 +82,8 @@ def _reconstruction(
     cap: OpenCapture, at: int | None, session: str | None = None, view: str | None = None
 ) -> Reconstruction:
     progress = None if cap.is_file else _progress(cap.capture, at)
-    parts = PARTS_OF.get(view or "")
-    return reconstruction(cap, at, session=session, progress=progress, parts=parts)
+    parts, text = PARTS_OF.get(view or ""), view not in WITHOUT_TEXT
+    return reconstruction(cap, at, session=session, progress=progress, parts=parts, text=text)
 
 
 def _view_reconstruction(

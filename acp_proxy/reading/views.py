@@ -33,6 +33,7 @@ __all__ = [
     "SELECTED",
     "STREAMED",
     "VIEWS",
+    "WITHOUT_TEXT",
     "ReadProgress",
     "export_text",
     "plain_frames",
@@ -106,6 +107,10 @@ PARTS_OF = {
     "files": frozenset({FILES}),
 }
 """The parts of a reconstruction a view reads (the others read all of it)."""
+
+WITHOUT_TEXT = frozenset({"permissions", "sessions", "files"})
+"""The views of :data:`PARTS_OF` that show nothing the agent said: their fold leaves the
+message chunks' text in the frames (:func:`reconstruction` without ``text``)."""
 
 
 def read_text(store: Store, capture_id: int, turns: Iterable[Turn]) -> None:

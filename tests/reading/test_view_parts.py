@@ -25,7 +25,7 @@ from acp_proxy.export.load import import_file
 from acp_proxy.protocol.frames import Opcode
 from acp_proxy.reading import open_capture, reconstruction
 from acp_proxy.reading.capture import OpenCapture
-from acp_proxy.reading.views import PARTS_OF, read_text
+from acp_proxy.reading.views import PARTS_OF, WITHOUT_TEXT, read_text
 from acp_proxy.reconstruct import Reconstruction
 from acp_proxy.reconstruct.updates import SESSIONS
 from acp_proxy.reconstruct.views import tools_json
@@ -66,6 +66,8 @@ def _assert_parts_fold_as_every_frame(db: Path, capture: str, ats: tuple[int | N
                     assert _shown(view, got) == _shown(view, every), (view, at, session)
                     if SESSIONS in parts:
                         later = reconstruction(cap, at, session=session, parts=parts, text=False)
+                        if view in WITHOUT_TEXT:  # shown with no text read
+                            assert _shown(view, later) == _shown(view, every), (view, at)
                         _read_text_a_page_first(cap, later)
                         assert _shown(view, later) == _shown(view, every), (view, at, session)
 
