@@ -36,6 +36,7 @@ __all__ = [
     "WITHOUT_TEXT",
     "ReadProgress",
     "export_text",
+    "fold_since",
     "plain_frames",
     "read_text",
     "reconstruction",
@@ -96,7 +97,8 @@ def reconstruction(
     if parts is None or cap.is_file:
         r = reconstruct(plain_frames(cap, at, progress), at=at)
     else:
-        r = _fold_parts(cap, parts, at, progress, text)
+        r = Reconstruction(parts)
+        _fold_parts(cap, r, at, progress, text)
     if session is not None:
         r.only_session(session)
     return r
@@ -128,19 +130,27 @@ def read_text(store: Store, capture_id: int, turns: Iterable[Turn]) -> None:
         turn.read_text(updates)
 
 
+def fold_since(cap: OpenCapture, r: Reconstruction, text: bool = True) -> None:
+    """Bring ``r``, the fold of some parts of capture ``cap`` to its end (made by
+    :func:`reconstruction` with ``parts``, without ``session``), up to the frames recorded
+    since: a capture being recorded is folded once."""
+    _fold_parts(cap, r, None, None, text, after=r.last_seq)
+
+
 def _fold_parts(
     cap: OpenCapture,
-    parts: frozenset[str],
+    r: Reconstruction,
     at: int | None,
     progress: ReadProgress | None,
     text: bool = True,
-) -> Reconstruction:
-    """The fold of ``parts`` from the database: the updates it only counts are counted from
-    the fields the recorder derived, and the frames of methods it keeps nothing of
-    (another part's) only numbered, their bytes left unread."""
+    after: int = -1,
+) -> None:
+    """Fold into ``r`` (of some parts) the frames after ``after`` (up to ``at``) from the
+    database: the updates it only counts are counted from the fields the recorder derived,
+    and the frames of methods it keeps nothing of (another part's) only numbered, their
+    bytes left unread."""
     store = cap.source.store
     assert store is not None
-    r = Reconstruction(parts)
     feed, count, chunk, loads = r.feed, r.feed_counted, r.feed_chunk, orjson.loads
     unread = r.feed_unread
     tick = progress.advance if progress is not None else None
@@ -150,6 +160,7 @@ def _fold_parts(
         counted=r.counted,
         chunks=CHUNKS,
         unread=r.unread,
+        after_seq=after,
         upto_seq=at,
         runs=not text,
     )
@@ -176,7 +187,6 @@ def _fold_parts(
                 if read >= 4096:
                     tick(read)
                     read = 0
-    return r
 
 
 def view_reconstruction(

@@ -86,44 +86,48 @@ def fold_rows(
     counted: Collection[str],
     chunks: Collection[str] = (),
     unread: Collection[str] = (),
+    after_seq: int = -1,
     upto_seq: int | None = None,
     runs: bool = False,
 ) -> Iterator[Row]:
     """The frames of a capture for a fold that only counts the ``session/update`` kinds
     ``counted``, reads the ``chunks`` kinds from their update alone and keeps nothing of
-    the methods ``unread``: ``(how, seq, direction, t_ns, raw, terminated, opcode,
-    session_id, update_kind, n)`` in ``seq`` order, as stored (``direction`` and
-    ``opcode`` their text). ``how`` is :data:`COUNTED` (``raw`` None: not read) or
-    :data:`CHUNK` for a notification of those kinds, :data:`UNREAD` for a frame of those
-    methods (``raw`` not its bytes but what pairs it, the JSON array ``[kind, method,
-    msg_id]``), each when the recorder read it whole and found nothing odd in it, else
-    :data:`WHOLE`. ``n`` is 1 but with ``runs``: a :data:`CHUNK` row then stands
-    for the ``n`` frames from it, its run — each the next ``seq``, stored right after the
-    one before, a chunk of the same session and kind —, none of them read (``raw`` None):
-    most of a long capture is such runs, and a row costs far more than a join."""
+    the methods ``unread`` (after ``after_seq``, up to ``upto_seq``): ``(how, seq,
+    direction, t_ns, raw, terminated, opcode, session_id, update_kind, n)`` in ``seq``
+    order, as stored (``direction`` and ``opcode`` their text). ``how`` is
+    :data:`COUNTED` (``raw`` None: not read) or :data:`CHUNK` for a notification of those
+    kinds, :data:`UNREAD` for a frame of those methods (``raw`` not its bytes but what
+    pairs it, the JSON array ``[kind, method, msg_id]``), each when the recorder read it
+    whole and found nothing odd in it, else :data:`WHOLE`. ``n`` is 1 but with ``runs``:
+    a :data:`CHUNK` row then stands for the ``n`` frames from it, its run — each the next
+    ``seq``, stored right after the one before, a chunk of the same session and kind —,
+    none of them read (``raw`` None): most of a long capture is such runs, and a row costs
+    far more than a join."""
     last = None
     if runs:
-        window, args = frame_window(capture_id, upto_seq=upto_seq)
+        window, args = frame_window(capture_id, after_seq, upto_seq)
         count, span, last = conn.execute(
             f"SELECT COUNT(*), MAX(seq) - MIN(seq) + 1, MAX(seq) FROM messages WHERE {window}",
             args,
         ).fetchone()
         runs = count == span  # a run's length is then where the next row begins
-    sql, args = _fold_sql(capture_id, upto_seq, counted, chunks, unread, runs)
+    sql, args = _fold_sql(capture_id, (after_seq, upto_seq), counted, chunks, unread, runs)
     cur = conn.execute(sql, args)
     return _runs(cur, last) if runs and last is not None else cur
 
 
 def _fold_sql(
     capture_id: int,
-    upto_seq: int | None,
+    window: tuple[int, int | None],
     counted: Collection[str],
     chunks: Collection[str],
     unread: Collection[str],
     runs: bool,
 ) -> tuple[str, list[Any]]:
-    """:func:`fold_rows`' query: with ``runs``, each chunk frame that goes on the run of the
-    one before it left out."""
+    """:func:`fold_rows`' query, of the frames in ``window`` (after its first ``seq``, up to
+    its second): with ``runs``, each chunk frame that goes on the run of the one before it
+    in the window left out."""
+    after_seq, upto_seq = window
 
     def chunk(t: str) -> str:
         return (
@@ -146,10 +150,11 @@ def _fold_sql(
     if runs:
         inner += (
             " LEFT JOIN messages p ON p.id = m.id - 1 AND p.capture_id = m.capture_id"
-            " AND p.seq = m.seq - 1"
+            " AND p.seq = m.seq - 1 AND p.seq > ?"
         )
-    inner += " WHERE m.capture_id = ?"
-    args.append(capture_id)
+        args.append(after_seq)
+    inner += " WHERE m.capture_id = ? AND m.seq > ?"
+    args += [capture_id, after_seq]
     if upto_seq is not None:
         inner += " AND m.seq <= ?"
         args.append(upto_seq)

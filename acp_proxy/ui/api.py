@@ -26,16 +26,15 @@ from acp_proxy.store.reader import Store, StoredFrame
 from acp_proxy.store.search import Cursor, search, terms
 from acp_proxy.text.captures import capture_row
 from acp_proxy.text.log import log_entries
+from acp_proxy.ui.at_frame import STATE_ITEMS, state_json
 from acp_proxy.ui.folds import (
     FOLD_MAX,
     PARTED,
     PARTS,
-    STATE_ITEMS,
     STREAMED,
     VIEWS,
     Folds,
     check_foldable,
-    state_json,
 )
 from acp_proxy.ui.frames import PAGE, frame_row, frames_page
 

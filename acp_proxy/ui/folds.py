@@ -3,8 +3,9 @@
 What belongs here: :class:`Folds`, the reconstructions the server keeps — the whole fold of
 a capture up to :data:`FOLD_MAX` frames, brought up to date as it grows; past it, each view
 folded from the frames or the parts it needs (as ``show --view`` folds them), the last of
-each kind kept and made once —, the pages of a view, and the state at a frame
-(:func:`state_json`). The views' JSON is :mod:`acp_proxy.reconstruct.views`'.
+each kind kept, made once and, of the parts of a capture being recorded, brought up to
+date —, and the pages of a view. The views' JSON is
+:mod:`acp_proxy.reconstruct.views`'; the state at a frame, :mod:`acp_proxy.ui.at_frame`.
 """
 
 from __future__ import annotations
@@ -31,13 +32,12 @@ __all__ = [
     "FOLD_MAX",
     "PARTED",
     "PARTS",
-    "STATE_ITEMS",
     "STREAMED",
     "VIEWS",
     "Folds",
     "check_foldable",
+    "frames_upto",
     "page_of",
-    "state_json",
 ]
 
 _FOLD_MAX_SET = os.environ.get("ACP_PROXY_UI_FOLD_MAX", "")
@@ -82,7 +82,8 @@ _ITEMS: dict[str, Callable[[Reconstruction], tuple[list[Any], Callable[[Any], An
 write as JSON than the page to show)."""
 
 
-def _frames_upto(store: Store, capture_id: int, at: int | None) -> int:
+def frames_upto(store: Store, capture_id: int, at: int | None) -> int:
+    """How many frames the capture has up to frame ``at`` (all of them without)."""
     row = store.conn.execute(
         "SELECT COALESCE(MAX(seq), -1) FROM messages WHERE capture_id = ?", [capture_id]
     ).fetchone()
@@ -108,7 +109,7 @@ def check_foldable(
     """Refuse, with the command to run instead, an export in ``fmt`` that needs the fold
     of more than ``limit`` frames (:data:`FOLD_MAX`)."""
     limit = FOLD_MAX if limit is None else limit
-    frames = _frames_upto(store, capture_id, at)
+    frames = frames_upto(store, capture_id, at)
     if frames > limit:
         raise UsageError(
             f"too large to fold here ({frames} frames; the server folds at most {limit}): "
@@ -133,7 +134,9 @@ class Folds:
         # frame, wait in turn rather than hold a fold each
         self._parted: dict[Any, tuple[tuple[Any, ...], Reconstruction]] = {}
         self._folding: dict[Any, threading.Event] = {}
-        self._reading = threading.Lock()  # the text of a parted fold's turns (read_text)
+        # a kept parted fold is read, its turns' text read (read_text) or brought up to
+        # date (a capture being recorded) by one thread at a time
+        self._reading = threading.RLock()
 
     def view(self, store: Store, capture_id: int, name: str, at: int | None = None) -> Any:
         """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now).
@@ -141,12 +144,13 @@ class Folds:
         the commands stream them (only the frames the view needs are read), the others
         folded from what they need (:meth:`parted`)."""
         to_json = _view_function(name)
-        if _frames_upto(store, capture_id, at) > FOLD_MAX:
+        if frames_upto(store, capture_id, at) > FOLD_MAX:
             if name in STREAMED:
                 return self.streamed(store, capture_id, name, at, None)["items"]
             r = self.parted(store, capture_id, name, at)
-            self.read_text(store, capture_id, r.turns if name == "turns" else ())
-            return to_json(r)
+            with self._reading:
+                self.read_text(store, capture_id, r.turns if name == "turns" else ())
+                return to_json(r)
         if at is not None:
             frames = (sf.frame for sf in store.frames(capture_id, upto_seq=at))
             return to_json(reconstruct(frames, at=at))
@@ -159,17 +163,18 @@ class Folds:
         """A page of the view ``name`` (:func:`page_of`); of turns and permissions, and of
         the streamed views, only the items of the page are made (or read back)."""
         items = _ITEMS.get(name)
-        large = _frames_upto(store, capture_id, at) > FOLD_MAX
+        large = frames_upto(store, capture_id, at) > FOLD_MAX
         if large and name in STREAMED:
             return self.streamed(store, capture_id, name, at, (max(0, offset), max(1, limit)))
         if items is None:
             return page_of(self.view(store, capture_id, name, at), offset, limit)
         if large:
             r = self.parted(store, capture_id, name, at)
-            listed, to_json = items(r)
-            page = listed[max(0, offset) : max(0, offset) + max(1, limit)]
-            self.read_text(store, capture_id, page if name == "turns" else ())
-            return _page_items(listed, to_json, offset, limit)
+            with self._reading:
+                listed, to_json = items(r)
+                page = listed[max(0, offset) : max(0, offset) + max(1, limit)]
+                self.read_text(store, capture_id, page if name == "turns" else ())
+                return _page_items(listed, to_json, offset, limit)
         if at is not None:
             r = reconstruct((sf.frame for sf in store.frames(capture_id, upto_seq=at)), at=at)
             return _page_items(*items(r), offset, limit)
@@ -190,7 +195,7 @@ class Folds:
         back a page at a time; the last one is kept (the page asks for it a page at a time).
         Where that fold would not be exact, every frame of the view's part is folded and
         the list kept."""
-        last = _frames_upto(store, capture_id, at)
+        last = frames_upto(store, capture_id, at)
         key = (capture_id, name, at, last)
         with self.lock:
             if self._streamed is not None and self._streamed[0] == key:
@@ -217,25 +222,34 @@ class Folds:
         turns, permissions and sessions tabs, the messages between sessions —, and a fold
         being made is waited for, not made twice (two tabs opened at once); folds of one
         kind are made one at a time, so memory holds at most two of a kind (the one being
-        made and one handed out), whatever is asked at once."""
+        made and one handed out), whatever is asked at once. A capture being recorded has
+        the fold of its parts kept brought up to date with the frames since, not made
+        again (its readers hold :attr:`_reading` meanwhile)."""
         from acp_proxy.reconstruct.stream import FOLDED
 
         kind = name if name in FOLDED else PARTS[name]
-        key = (capture_id, at, _frames_upto(store, capture_id, at))
+        key = (capture_id, at, frames_upto(store, capture_id, at))
         while True:
             with self.lock:
                 held = self._parted.get(kind)
                 if held is not None and held[0] == key:
                     return held[1]
+                grows = held is not None and kind != name and _grown(held[0], key)
+                kept = held[1] if grows and held is not None else None
                 held = None  # the last one goes before the next is made: nothing holds it
                 pending = self._folding.get(kind)
                 if pending is None:
                     done = self._folding[kind] = threading.Event()
-                    self._parted.pop(kind, None)
+                    if kept is None:
+                        self._parted.pop(kind, None)
                     break
             pending.wait()  # then it is kept (the one asked for?), or it failed: see again
         try:
-            r = _fold_for(store, capture_id, name, at)
+            if kept is not None:
+                with self._reading:
+                    r = _fold_since(store, capture_id, kept)
+            else:
+                r = _fold_for(store, capture_id, name, at)
             with self.lock:
                 self._parted[kind] = (key, r)
             return r
@@ -281,6 +295,21 @@ def _fold_for(store: Store, capture_id: int, name: str, at: int | None) -> Recon
         except NotStreamable:
             pass  # the parts, read whole where the frames' fields do not tell
     return reconstruction(OpenCapture(source), at, parts=PARTS[name], text=False)
+
+
+def _grown(held: tuple[Any, ...], key: tuple[Any, ...]) -> bool:
+    """Whether the fold kept under ``held`` is of the capture of ``key`` to its end (no
+    ``at``), which has grown since."""
+    return bool(held[:2] == key[:2] and key[1] is None and held[2] < key[2])
+
+
+def _fold_since(store: Store, capture_id: int, r: Reconstruction) -> Reconstruction:
+    """``r``, a fold of some parts of the capture to its end, brought up to date."""
+    from acp_proxy.reading.capture import OpenCapture
+    from acp_proxy.reading.views import fold_since
+
+    fold_since(OpenCapture(_source(store, capture_id)), r, text=False)
+    return r
 
 
 def _streamed_list(store: Store, capture_id: int, name: str, at: int | None) -> Spool | list[Any]:
@@ -331,54 +360,3 @@ def _source(store: Store, capture_id: int) -> Any:
     from acp_proxy.store.refs import Source
 
     return Source(store.capture(str(capture_id)), f"capture {capture_id}", store=store)
-
-
-STATE_ITEMS = 200
-"""Items of each list the state at a frame shows: the last ones (a million frames' turns,
-tool calls and the rest would be a hundred MB to send and to draw)."""
-
-
-def state_json(
-    store: Store, capture_id: int, at: int, folds: Folds | None = None
-) -> dict[str, Any]:
-    """The reconstructed state after frame ``at``: what the user had seen by then, as the
-    views of the capture's tabs show it — of turns, tool calls, terminals and files the last
-    :data:`STATE_ITEMS`, with how many there are in ``counts``. Past :data:`FOLD_MAX`
-    frames, each section as its tab folds it: turns, tool calls and sessions from the
-    sessions part (which keeps the tool calls its turns list), terminals streamed, files
-    from their frames."""
-    if _frames_upto(store, capture_id, at) > FOLD_MAX:
-        folds = folds or Folds()
-        r = folds.parted(store, capture_id, "sessions", at)
-        folds.read_text(store, capture_id, r.turns[-STATE_ITEMS:])
-        turns, tools, sessions = _last_turns(r), _last_tools(r), rviews.sessions_json(r)
-        del r  # the sessions part may go before the next fold is made
-        terminals = folds.view(store, capture_id, "terminals", at)
-        files = folds.view(store, capture_id, "files", at)
-    else:
-        r = reconstruct((sf.frame for sf in store.frames(capture_id, upto_seq=at)), at=at)
-        turns, tools, sessions = _last_turns(r), _last_tools(r), rviews.sessions_json(r)
-        terminals, files = rviews.terminals_json(r), rviews.files_json(r)
-    return {
-        "at": at,
-        "turns": turns[1],
-        "tools": tools[1],
-        "terminals": terminals[-STATE_ITEMS:],
-        "files": files[-STATE_ITEMS:],
-        "sessions": sessions,
-        "counts": {
-            "turns": turns[0],
-            "tools": tools[0],
-            "terminals": len(terminals),
-            "files": len(files),
-        },
-    }
-
-
-def _last_turns(r: Reconstruction) -> tuple[int, list[dict[str, Any]]]:
-    return len(r.turns), [rviews.turn_json(r, t) for t in r.turns[-STATE_ITEMS:]]
-
-
-def _last_tools(r: Reconstruction) -> tuple[int, list[dict[str, Any]]]:
-    calls = list(r.tool_calls.values())
-    return len(calls), [rviews.tool_json(tc) for tc in calls[-STATE_ITEMS:]]

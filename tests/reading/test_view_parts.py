@@ -25,7 +25,7 @@ from acp_proxy.export.load import import_file
 from acp_proxy.protocol.frames import Opcode
 from acp_proxy.reading import open_capture, reconstruction
 from acp_proxy.reading.capture import OpenCapture
-from acp_proxy.reading.views import PARTS_OF, WITHOUT_TEXT, read_text
+from acp_proxy.reading.views import PARTS_OF, WITHOUT_TEXT, fold_since, read_text
 from acp_proxy.reconstruct import Reconstruction
 from acp_proxy.reconstruct.updates import SESSIONS
 from acp_proxy.reconstruct.views import tools_json
@@ -70,6 +70,25 @@ def _assert_parts_fold_as_every_frame(db: Path, capture: str, ats: tuple[int | N
                             assert _shown(view, later) == _shown(view, every), (view, at)
                         _read_text_a_page_first(cap, later)
                         assert _shown(view, later) == _shown(view, every), (view, at, session)
+                if SESSIONS in parts:  # folded up to each point, then up to the end
+                    _assert_grows_as_every_frame(cap, view, parts, ats, whole)
+
+
+def _assert_grows_as_every_frame(
+    cap: OpenCapture,
+    view: str,
+    parts: frozenset[str],
+    ats: tuple[int | None, ...],
+    whole: Reconstruction,
+) -> None:
+    """A fold of a capture being recorded, made up to a frame then brought up to date with
+    the frames since (the inspector's live capture): its view is the whole fold's."""
+    for at in (at for at in ats if at is not None):
+        grown = reconstruction(cap, at, parts=parts, text=False)
+        read_text(cap.source.store, cap.id, grown.turns)  # a page read before it grows
+        fold_since(cap, grown, text=False)
+        _read_text_a_page_first(cap, grown)
+        assert _shown(view, grown) == _shown(view, whole), (view, at)
 
 
 def _read_text_a_page_first(cap: OpenCapture, r: Reconstruction) -> None:

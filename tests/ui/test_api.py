@@ -182,24 +182,53 @@ def test_a_large_captures_view_is_folded_from_what_it_needs(
 def test_the_state_at_a_frame_of_a_large_capture_is_that_of_the_whole_fold(
     demo: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from acp_proxy.ui import at_frame
     from acp_proxy.ui import folds as ui_folds
 
     last = demo.conn.execute("SELECT MAX(seq) FROM messages WHERE capture_id = 1").fetchone()[0]
     ats = sorted({3, last // 2, last})
-    whole = [ui_folds.state_json(demo, 1, at) for at in ats]
-    monkeypatch.setattr(ui_folds, "STATE_ITEMS", 1)  # a long capture's lists: the last items
-    cut = ui_folds.state_json(demo, 1, last)
+    whole = [at_frame.state_json(demo, 1, at) for at in ats]
+    monkeypatch.setattr(at_frame, "STATE_ITEMS", 1)  # a long capture's lists: the last items
+    cut = at_frame.state_json(demo, 1, last)
     monkeypatch.setattr(ui_folds, "FOLD_MAX", 2)
     folds = Folds()
-    assert json_bytes(ui_folds.state_json(demo, 1, last, folds)) == json_bytes(cut)
-    monkeypatch.setattr(ui_folds, "STATE_ITEMS", 200)
-    assert [json_bytes(ui_folds.state_json(demo, 1, at, folds)) for at in ats] == [
+    assert json_bytes(at_frame.state_json(demo, 1, last, folds)) == json_bytes(cut)
+    monkeypatch.setattr(at_frame, "STATE_ITEMS", 200)
+    assert [json_bytes(at_frame.state_json(demo, 1, at, folds)) for at in ats] == [
         json_bytes(w) for w in whole
     ]
     end = whole[-1]
     assert end["turns"] and end["tools"] and end["files"] and end["terminals"]
     assert cut["counts"] == {k: len(end[k]) for k in cut["counts"]}
     assert all(cut[k] == end[k][-1:] for k in cut["counts"])
+
+
+def test_a_large_capture_being_recorded_has_its_fold_brought_up_to_date(
+    demo_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the fold limit, the fold of the sessions part kept for a capture that grows is
+    brought up to date with the frames recorded since (a page of its turns read before),
+    not made again; its views are the whole fold's."""
+    from acp_proxy.ui import folds as ui_folds
+
+    views = ("turns", "permissions", "sessions", "messages")
+    whole = {v: json_bytes(Folds().view(Store(demo_copy, readonly=True), 1, v)) for v in views}
+    part = tmp_path / "part.sqlite"
+    part.touch(0o600)
+    with sqlite3.connect(demo_copy) as source, sqlite3.connect(part) as copy:
+        source.backup(copy)
+        for table in ("messages", "batch_items"):  # the capture as it was at frame 19
+            copy.execute(f"DELETE FROM {table} WHERE capture_id = 1 AND seq >= 20")
+    monkeypatch.setattr(ui_folds, "FOLD_MAX", 2)
+    store, folds = Store(part, readonly=True), Folds()
+    first = folds.parted(store, 1, "turns", None)
+    assert folds.page(store, 1, "turns", None, 0, 10)["items"]
+    with sqlite3.connect(part) as conn:  # the rest recorded meanwhile
+        conn.execute("ATTACH ? AS whole", [str(demo_copy)])
+        for table in ("messages", "batch_items"):
+            conn.execute(f"INSERT INTO {table} SELECT * FROM whole.{table} WHERE seq >= 20")
+    assert folds.parted(store, 1, "turns", None) is first
+    assert {v: json_bytes(folds.view(store, 1, v)) for v in views} == whole
 
 
 def test_the_tabs_of_one_part_share_one_fold_made_once(
