@@ -97,9 +97,20 @@ def test_a_number_too_large_for_sqlite_is_one_line(
 ) -> None:
     required = _REQUIRED.get(path[0], [])
     _one_line(cli(*path, *required, option, HUGE, "--db", str(demo_db)), option, "at most")
-    r = cli(*path, *required, option, f"-{HUGE}", "--db", str(demo_db))
-    _one_line(r, option)
-    _one_line(cli(*path, *required, option, "²", "--db", str(demo_db)), "whole number")
+
+
+@pytest.mark.parametrize(("value", "needle"), [(f"-{HUGE}", "or more"), ("²", "whole number")])
+@pytest.mark.parametrize(
+    ("path", "option"),
+    [INTEGER_OPTIONS[0], INTEGER_OPTIONS[-1]],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else v,
+)
+def test_a_number_out_of_range_or_not_ascii_is_one_line(
+    demo_db: Path, path: list[str], option: str, value: str, needle: str
+) -> None:
+    """The shared type, which every integer option takes (above), on two of them."""
+    required = _REQUIRED.get(path[0], [])
+    _one_line(cli(*path, *required, option, value, "--db", str(demo_db)), option, needle)
 
 
 @pytest.mark.parametrize(

@@ -177,7 +177,7 @@ def test_export_otlp_file_matches_push(demo_db: Path, tmp_path: Path) -> None:
 def test_push_to_a_dead_endpoint_fails_in_one_line(demo_db: Path) -> None:
     with otlp_receiver() as rec:
         url = rec.url  # closed on exit: nothing listens there any more
-    r = run("otel", "push", "--db", str(demo_db), "--endpoint", url, "--timeout", "2")
+    r = run("otel", "push", "--db", str(demo_db), "--endpoint", url, "--timeout", "0.5")
     assert r.returncode == 1
     assert r.stderr.count(b"\n") == 1 and b"did not take" in r.stderr
     assert b"Traceback" not in r.stderr

@@ -212,16 +212,26 @@ def box(tmp_path: Path) -> Iterator[Sandbox]:
         ptree.kill_marked(box.marker)
 
 
+_KILLS = [
+    *[(a, "record", s) for a in AGENTS for s in (signal.SIGTERM, signal.SIGKILL)],
+    (AGENTS[0], "ws", signal.SIGTERM),
+]
+
+
 @pytest.mark.parametrize(
-    ("how", "sig"),
-    [("record", signal.SIGTERM), ("record", signal.SIGKILL), ("ws", signal.SIGTERM)],
-    ids=["record-SIGTERM", "record-SIGKILL", "ws-SIGTERM"],
+    ("agent", "how", "sig"),
+    _KILLS,
+    ids=[f"{a.name}-{how}-{s.name}" for a, how, s in _KILLS],
+    indirect=["agent"],
 )
 def test_killing_the_proxy_leaves_no_process_of_the_agent(
     agent: RealPeer, box: Sandbox, tmp_path: Path, how: str, sig: signal.Signals
 ) -> None:
     """The editor still holds its end; the proxy is killed mid-session, once the agent's
-    whole tree is up (npm launchers start a second node or a native binary below it)."""
+    whole tree is up (npm launchers start a second node or a native binary below it).
+    Each agent's tree under ``record``, by the editor's SIGTERM and by SIGKILL; under
+    ``ws``, which ends its agents as ``record`` does, the deepest tree (codex-acp's native
+    binary below its node launcher)."""
     db, err = tmp_path / "rec.sqlite", tmp_path / "proxy.stderr"
     grace = ["--grace", "1"]
     if how == "record":

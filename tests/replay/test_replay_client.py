@@ -163,7 +163,7 @@ def test_a_comparison_of_nothing_is_an_error(tmp_path: Path) -> None:
         )
     )
     silent = [sys.executable, "-c", "import sys; sys.stdin.read()"]
-    r = _replay(tmp_path / "ci.sqlite", str(rec), "--timeout", "2", agent=silent)
+    r = _replay(tmp_path / "ci.sqlite", str(rec), "--timeout", "0.5", agent=silent)
     assert r.returncode == 1, r.stdout + r.stderr
     assert "nothing to compare" in r.stdout
 
