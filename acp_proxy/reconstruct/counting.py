@@ -66,13 +66,8 @@ class Counting:
         does with it, without making it a message first (most of a long turn is these). With
         ``update`` None its text is left in frame ``seq``: the turn it falls in holds the
         ``seq`` until it is read (:meth:`~acp_proxy.reconstruct.session.Turn.read_text`)."""
-        turn = self._open.get(sid)
-        if (
-            turn is not None
-            and self._keep_sessions
-            and sid in self.sessions
-            and sid not in self._replaying
-        ):  # the common case: all count_update does is count it in its open turn
+        turn = self._counting_turn(sid)
+        if turn is not None:  # the common case: all count_update does is count it in its turn
             turn.updates += 1
             if turn.first_output_seq is None:  # a chunk is output (OUTPUT_UPDATES)
                 turn.first_output_seq, turn.first_output_t_ns = seq, t_ns
@@ -99,15 +94,18 @@ class Counting:
         if n < 2:
             return
         rest = range(first + 1, first + n)
-        turn = self._open.get(sid)
-        if (
-            turn is not None
-            and self._keep_sessions
-            and sid in self.sessions
-            and sid not in self._replaying
-        ):  # chunk_update's common case, for the rest at once
+        turn = self._counting_turn(sid)
+        if turn is not None:  # chunk_update's common case, for the rest at once
             turn.updates += n - 1
             turn.pending.append(rest)
             return
         for seq in rest:
             self.chunk_update(sid, kind, None, seq, t_ns)
+
+    def _counting_turn(self, sid: str) -> Turn | None:
+        """The open turn of session ``sid`` when all a chunk of that session does is count
+        in it and add its text: sessions kept, ``sid`` known, not replaying its history."""
+        turn = self._open.get(sid)
+        if turn is None or not self._keep_sessions or sid in self._replaying:
+            return None
+        return turn if sid in self.sessions else None
