@@ -35,6 +35,7 @@ __all__ = [
     "STREAMED",
     "VIEWS",
     "Folds",
+    "capture_uid",
     "check_foldable",
     "frames_upto",
     "page_of",
@@ -82,6 +83,13 @@ _ITEMS: dict[str, Callable[[Reconstruction], tuple[list[Any], Callable[[Any], An
 write as JSON than the page to show)."""
 
 
+def capture_uid(store: Store, capture_id: int) -> str | None:
+    """The capture's stable id: a fold kept under its number is of another capture once
+    that one is removed and the number given again."""
+    row = store.conn.execute("SELECT uid FROM captures WHERE id = ?", [capture_id]).fetchone()
+    return None if row is None else str(row[0])
+
+
 def frames_upto(store: Store, capture_id: int, at: int | None) -> int:
     """How many frames the capture has up to frame ``at`` (all of them without)."""
     row = store.conn.execute(
@@ -127,7 +135,8 @@ class Folds:
     def __init__(self, keep: int = 2) -> None:
         self.keep = keep
         self.lock = threading.Lock()
-        self._folds: OrderedDict[int, tuple[Reconstruction, int]] = OrderedDict()
+        # (capture, its uid) -> its whole fold, and the last frame folded
+        self._folds: OrderedDict[tuple[int, str | None], tuple[Reconstruction, int]] = OrderedDict()
         self._streamed: tuple[tuple[Any, ...], Any] | None = None
         # per kind of fold (a view of FOLDED, or parts): the last one, and the one being
         # made — one at a time of each kind, so a live capture's refreshes, each of a new
@@ -228,7 +237,7 @@ class Folds:
         from acp_proxy.reconstruct.stream import FOLDED
 
         kind = name if name in FOLDED else PARTS[name]
-        key = (capture_id, at, frames_upto(store, capture_id, at))
+        key = (capture_id, capture_uid(store, capture_id), at, frames_upto(store, capture_id, at))
         while True:
             with self.lock:
                 held = self._parted.get(kind)
@@ -267,7 +276,8 @@ class Folds:
 
     def current(self, store: Store, capture_id: int) -> Reconstruction:
         """The reconstruction of everything recorded so far (call with :attr:`lock` held)."""
-        r, last = self._folds.pop(capture_id, (None, -1))
+        key = (capture_id, capture_uid(store, capture_id))
+        r, last = self._folds.pop(key, (None, -1))
         if r is None:
             r = reconstruct(sf.frame for sf in store.frames(capture_id))
             last = r.last_seq if r.last_seq is not None else -1
@@ -275,7 +285,7 @@ class Folds:
             for sf in store.frames(capture_id, after_seq=last):
                 r.feed(sf.frame)
                 last = sf.seq
-        self._folds[capture_id] = (r, last)
+        self._folds[key] = (r, last)
         while len(self._folds) > self.keep:
             self._folds.popitem(last=False)
         return r
@@ -298,9 +308,9 @@ def _fold_for(store: Store, capture_id: int, name: str, at: int | None) -> Recon
 
 
 def _grown(held: tuple[Any, ...], key: tuple[Any, ...]) -> bool:
-    """Whether the fold kept under ``held`` is of the capture of ``key`` to its end (no
-    ``at``), which has grown since."""
-    return bool(held[:2] == key[:2] and key[1] is None and held[2] < key[2])
+    """Whether the fold kept under ``held`` is of the capture of ``key`` (its number and
+    uid) to its end (no ``at``), which has grown since."""
+    return bool(held[:3] == key[:3] and key[2] is None and held[3] < key[3])
 
 
 def _fold_since(store: Store, capture_id: int, r: Reconstruction) -> Reconstruction:

@@ -18,6 +18,7 @@ from acp_proxy.store.db import schema_migrations
 from acp_proxy.store.reader import Store
 from acp_proxy.text.safe import json_bytes
 from acp_proxy.ui.api import VIEWS, Folds, check_foldable, frame_detail, frames_page
+from acp_proxy.ui.folds import capture_uid
 
 
 @pytest.fixture
@@ -39,7 +40,7 @@ def test_incremental_fold_is_the_whole_fold(demo: Store, db: Path) -> None:
     whole = tools_json(reconstruct(sf.frame for sf in demo.frames(1)))
     # the fold kept from an earlier look at the first 20 frames, then brought up to date
     r = reconstruct((sf.frame for sf in demo.frames(1, upto_seq=19)), at=19)
-    folds._folds[1] = (r, 19)
+    folds._folds[(1, capture_uid(demo, 1))] = (r, 19)
     assert folds.view(demo, 1, "tools") == whole
     assert folds.view(demo, 1, "tools", at=12) == tools_json(
         reconstruct((sf.frame for sf in demo.frames(1)), at=12)
@@ -229,6 +230,34 @@ def test_a_large_capture_being_recorded_has_its_fold_brought_up_to_date(
             conn.execute(f"INSERT INTO {table} SELECT * FROM whole.{table} WHERE seq >= 20")
     assert folds.parted(store, 1, "turns", None) is first
     assert {v: json_bytes(folds.view(store, 1, v)) for v in views} == whole
+
+
+@pytest.mark.parametrize("fold_max", [100_000, 2], ids=["whole fold", "parts"])
+def test_a_fold_kept_is_not_taken_for_a_new_capture_of_the_same_number(
+    db: Path, monkeypatch: pytest.MonkeyPatch, fold_max: int
+) -> None:
+    """A capture removed, and a longer one recorded under its number (the highest is given
+    again): the fold kept of the first is not brought up to date with the second's frames
+    as if they were the first's."""
+    import subprocess
+    import sys
+
+    from support.paths import RECORDINGS
+
+    from acp_proxy.ui import folds as ui_folds
+
+    def cli(*args: str) -> None:
+        subprocess.run([sys.executable, "-m", "acp_proxy", *args, "--db", str(db)], check=True)
+
+    monkeypatch.setattr(ui_folds, "FOLD_MAX", fold_max)
+    cli("import", str(RECORDINGS / "sdk-v1.jsonl"))
+    store, folds = Store(db, readonly=True), Folds()
+    assert folds.view(store, 1, "turns")
+    cli("rm", "1")
+    cli("import", str(RECORDINGS / "demo-v1.jsonl"))  # more frames than the first
+    assert store.conn.execute("SELECT id FROM captures").fetchall() == [(1,)]
+    fresh = Folds().view(store, 1, "turns")
+    assert json_bytes(folds.view(store, 1, "turns")) == json_bytes(fresh)
 
 
 def test_the_tabs_of_one_part_share_one_fold_made_once(
