@@ -205,7 +205,7 @@ class Folds:
         Where that fold would not be exact, every frame of the view's part is folded and
         the list kept."""
         last = frames_upto(store, capture_id, at)
-        key = (capture_id, name, at, last)
+        key = (capture_id, capture_uid(store, capture_id), name, at, last)
         with self.lock:
             if self._streamed is not None and self._streamed[0] == key:
                 return _window(self._streamed[1], window)
