@@ -26,6 +26,7 @@ from acp_proxy.store.reader import Store, StoredFrame
 from acp_proxy.store.search import Cursor, search, terms
 from acp_proxy.text.captures import capture_row
 from acp_proxy.text.log import log_entries
+from acp_proxy.ui import folds as ui_folds
 from acp_proxy.ui.at_frame import STATE_ITEMS, state_json
 from acp_proxy.ui.folds import (
     FOLD_MAX,
@@ -105,6 +106,7 @@ def capture_json(store: Store, ref: str) -> dict[str, Any]:
         "SELECT t_ns FROM messages WHERE capture_id = ? AND seq = ?", [c["id"], last]
     ).fetchone()
     row["span_ms"] = ms(end[0]) if end else 0.0  # the time axis of the waterfall
+    row["fold_max"] = ui_folds.FOLD_MAX  # past it, the exports of the whole fold are refused
     tail = store.conn.execute(
         "SELECT t_ns, data FROM stderr WHERE capture_id = ? ORDER BY id DESC LIMIT 5", [c["id"]]
     ).fetchall()

@@ -71,3 +71,14 @@ def test_the_state_at_a_frame_past_the_fold_limit(page: Any, url: str) -> None:
     expect(state.locator(".card h2", has_text="/home/u/proj/src/config.json")).to_be_visible()
     expect(state.locator(".card", has_text="Edit config").first).to_be_visible()
     assert "too large to fold" not in state.inner_text()
+
+
+def test_the_exports_of_the_whole_fold_say_what_to_run_instead(page: Any, url: str) -> None:
+    page.goto(url + "#/c/3")
+    exports = page.locator("#capture-head .exports")
+    expect(exports.locator("a")).to_have_text(["JSONL (exact bytes)"])  # the bytes: any size
+    for fmt, label in (("html", "HTML page"), ("patch", "patch"), ("asciicast", "asciicast")):
+        refused = exports.locator(".refused", has_text=label)
+        expect(refused).to_have_attribute(
+            "title", f"too large to fold here: run acp-proxy export 3 --format {fmt}"
+        )

@@ -238,7 +238,12 @@ async function showSearch(q) {
 // ---- a capture -----------------------------------------------------------------------
 
 function captureHeader(c, compact) {
-  const ex = (fmt, label) => el("a", { href: withToken(`/api/captures/${c.id}/export/${fmt}`), download: "" }, label);
+  // the html, patch and asciicast exports are made from the whole fold: past the server's
+  // limit they say what to run instead of being links the server would refuse
+  const whole = c.fold_max === undefined || c.last_seq + 1 <= c.fold_max;
+  const ex = (fmt, label) => fmt === "jsonl" || whole
+    ? el("a", { href: withToken(`/api/captures/${c.id}/export/${fmt}`), download: "" }, label)
+    : el("span", { class: "muted refused", title: `too large to fold here: run acp-proxy export ${c.id} --format ${fmt}` }, label);
   return el("div", { class: "card", id: "capture-head" },
     el("h1", {}, `Capture ${c.id} · ${c.transport} · `, el("span", { class: "mono" }, c.agent_command || "")),
     el("div", {}, c.peers, c.protocol_version === null ? "" : ` · ACP v${c.protocol_version}`,
