@@ -16,7 +16,7 @@ from typing import IO, Any, Protocol, TypeVar
 import orjson
 
 from acp_proxy import collector
-from acp_proxy.errors import UsageError
+from acp_proxy.errors import StoreError, UsageError
 from acp_proxy.protocol.frames import Direction, Frame, Opcode
 from acp_proxy.reading.capture import OpenCapture
 from acp_proxy.reconstruct import Reconstruction, reconstruct
@@ -126,6 +126,8 @@ def read_text(store: Store, capture_id: int, turns: Iterable[Turn]) -> None:
         seq: loads(raw)["params"]["update"]
         for seq, raw in raws_among(store.conn, capture_id, seqs, CHUNKS)
     }
+    if len(updates) < len(seqs):  # removed since it was folded
+        raise StoreError(f"capture {capture_id} lost frames while it was read: look again")
     for turn in turns:
         turn.read_text(updates)
 

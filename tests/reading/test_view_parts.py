@@ -254,3 +254,20 @@ def test_a_run_of_chunks_across_a_missing_frame_reads_as_every_frame_folds(tmp_p
         [turn] = reconstruction(cap, parts=frozenset({SESSIONS}), text=False).turns
         read_text(cap.source.store, cap.id, [turn])
         assert turn.text("agent") == "abdef"
+
+
+def test_text_whose_frames_are_gone_is_an_error_not_a_wrong_text(tmp_path: Path) -> None:
+    """A capture removed (or pruned) between its fold and the reading of its text."""
+    import sqlite3
+
+    from acp_proxy.errors import StoreError
+
+    [imported] = import_file(tmp_path / "gone.sqlite", RECORDINGS / "demo-v1.jsonl")
+    with open_capture(tmp_path / "gone.sqlite", str(imported.capture_id)) as cap:
+        r = reconstruction(cap, parts=frozenset({SESSIONS}), text=False)
+        assert any(t.pending for t in r.turns)
+        with sqlite3.connect(tmp_path / "gone.sqlite") as conn:
+            conn.execute("DELETE FROM messages WHERE update_kind = 'agent_message_chunk'")
+        assert cap.source.store is not None
+        with pytest.raises(StoreError, match="lost frames while it was read"):
+            read_text(cap.source.store, cap.id, r.turns)
