@@ -28,16 +28,16 @@ def state_json(
     """The reconstructed state after frame ``at``: what the user had seen by then, as the
     views of the capture's tabs show it — of turns, tool calls, terminals and files the last
     :data:`STATE_ITEMS`, with how many there are in ``counts``. Past
-    :data:`~acp_proxy.ui.folds.FOLD_MAX`
-    frames, each section as its tab folds it: turns, tool calls and sessions from the
-    sessions part (which keeps the tool calls its turns list), terminals streamed, files
-    from their frames."""
+    :data:`~acp_proxy.ui.folds.FOLD_MAX` frames, each section as its tab folds it: turns,
+    tool calls and sessions from the sessions part (which keeps the tool calls its turns
+    list; folded for this state alone, so the tabs' fold is kept), terminals streamed,
+    files from their frames."""
     if frames_upto(store, capture_id, at) > folds_module.FOLD_MAX:
         folds = folds or Folds()
-        r = folds.parted(store, capture_id, "sessions", at)
+        r = folds.once(store, capture_id, "sessions", at)
         folds.read_text(store, capture_id, r.turns[-STATE_ITEMS:])
         turns, tools, sessions = _last_turns(r), _last_tools(r), rviews.sessions_json(r)
-        del r  # the sessions part may go before the next fold is made
+        del r  # the sessions part goes before the next state's is made
         terminals = folds.view(store, capture_id, "terminals", at)
         files = folds.view(store, capture_id, "files", at)
     else:

@@ -146,6 +146,7 @@ class Folds:
         # a kept parted fold is read, its turns' text read (read_text) or brought up to
         # date (a capture being recorded) by one thread at a time
         self._reading = threading.RLock()
+        self._once = threading.Lock()  # folds not kept (once), made one at a time
 
     def view(self, store: Store, capture_id: int, name: str, at: int | None = None) -> Any:
         """The view ``name`` of the capture's reconstruction, after frame ``at`` (or now).
@@ -266,6 +267,12 @@ class Folds:
             with self.lock:
                 del self._folding[kind]
             done.set()
+
+    def once(self, store: Store, capture_id: int, name: str, at: int) -> Reconstruction:
+        """What :meth:`parted` folds for ``name`` at frame ``at``, folded for one use and not
+        kept (the state at a frame: the tabs' folds stay), one such fold at a time."""
+        with self._once:
+            return _fold_for(store, capture_id, name, at)
 
     def read_text(self, store: Store, capture_id: int, turns: Iterable[Turn]) -> None:
         """Read the text of ``turns``, of a fold :meth:`parted` made (which leaves it in

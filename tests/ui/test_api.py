@@ -198,6 +198,9 @@ def test_the_state_at_a_frame_of_a_large_capture_is_that_of_the_whole_fold(
     assert [json_bytes(at_frame.state_json(demo, 1, at, folds)) for at in ats] == [
         json_bytes(w) for w in whole
     ]
+    kept = folds.parted(demo, 1, "turns", None)  # the turns tab's fold
+    at_frame.state_json(demo, 1, last // 2, folds)
+    assert folds.parted(demo, 1, "turns", None) is kept  # a state does not put it out
     end = whole[-1]
     assert end["turns"] and end["tools"] and end["files"] and end["terminals"]
     assert cut["counts"] == {k: len(end[k]) for k in cut["counts"]}
