@@ -80,11 +80,9 @@ def attach(conn: sqlite3.Connection, *, create: bool = False) -> bool:
         raise StoreError(f"refusing the search index: {problem}")
     conn.execute(f"ATTACH DATABASE ? AS {SCHEMA}", [str(path)])
     (found,) = conn.execute(f"PRAGMA {SCHEMA}.user_version").fetchone()
-    if found != FORMAT:  # indexed with other text: its rows could not be taken out
-        conn.execute(f"DETACH DATABASE {SCHEMA}")
-        _set_aside(path)
-        return attach(conn, create=create)
-    if not _owned(conn):  # another database's index: its rows name other frames
+    # indexed with other text (its rows could not be taken out), or another database's
+    # index (its rows name other frames): made again
+    if found != FORMAT or not _owned(conn):
         conn.execute(f"DETACH DATABASE {SCHEMA}")
         _set_aside(path)
         return attach(conn, create=create)
@@ -105,8 +103,10 @@ def _owned(conn: sqlite3.Connection) -> bool:
         owner = conn.execute(f"SELECT token FROM {SCHEMA}.owner").fetchone()
     except sqlite3.OperationalError:  # an index file made before it named its database
         owner = None
-    if mine is None or owner is not None:
-        return mine is None or owner[0] == mine[0]
+    if mine is None:
+        return True
+    if owner is not None:
+        return bool(owner[0] == mine[0])
     with contextlib.suppress(sqlite3.Error):  # read-only here: the next writer names it
         conn.execute(f"CREATE TABLE IF NOT EXISTS {SCHEMA}.owner (token TEXT NOT NULL)")
         conn.execute(
@@ -117,8 +117,8 @@ def _owned(conn: sqlite3.Connection) -> bool:
 
 
 def _set_aside(path: Path) -> None:
-    """An index file of another format out of the way (one still writing it writes to a
-    file no one reads); the next search makes a new one."""
+    """An index file of another format or database out of the way (one still writing it
+    writes to a file no one reads); the next search makes a new one."""
     aside = path.with_name(f"{path.name}.{os.getpid()}.old")
     with contextlib.suppress(FileNotFoundError):
         os.replace(path, aside)
