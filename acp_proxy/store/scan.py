@@ -129,15 +129,16 @@ def _fold_sql(
     in the window left out."""
     after_seq, upto_seq = window
 
-    def chunk(t: str) -> str:
+    def plain(t: str) -> str:  # a session/update notification the recorder read whole
         return (
-            f"{t}.kind = 'notification' AND {t}.method = 'session/update'"
-            f" AND {t}.anomalies IS NULL AND {t}.update_kind IN ({_marks(chunks)})"
+            f"{t}.kind = 'notification' AND {t}.method = 'session/update' AND {t}.anomalies IS NULL"
         )
 
-    plain = "m.kind = 'notification' AND m.method = 'session/update' AND m.anomalies IS NULL"
+    def chunk(t: str) -> str:
+        return f"{plain(t)} AND {t}.update_kind IN ({_marks(chunks)})"
+
     how = (
-        f"CASE WHEN {plain} AND m.update_kind IN ({_marks(counted)}) THEN {COUNTED}"
+        f"CASE WHEN {plain('m')} AND m.update_kind IN ({_marks(counted)}) THEN {COUNTED}"
         f" WHEN {chunk('m')} THEN {CHUNK}"
         f" WHEN m.anomalies IS NULL AND m.method IN ({_marks(unread)}) THEN {UNREAD}"
         f" ELSE {WHOLE} END"
