@@ -117,8 +117,8 @@ class Reconstruction(Fold):
         seq: int,
         t_ns: int,
         direction: Direction,
-        kind: str | None,
-        method: str | None,
+        kind: str,
+        method: str,
         ident: str | None,
     ) -> None:
         """Fold frame ``seq``, one message of one of the :attr:`unread` methods (its
@@ -127,7 +127,7 @@ class Reconstruction(Fold):
         be its request's)."""
         self.frames += 1
         self.last_seq = seq
-        self._pairer.unread(seq, t_ns, direction, str(kind), str(method), ident)
+        self._pairer.unread(seq, t_ns, direction, kind, method, ident)
 
     def feed_chunk(self, seq: int, t_ns: int, sid: str, kind: str, update: dict[str, Any]) -> None:
         """Fold frame ``seq``, a ``session/update`` notification of one of the

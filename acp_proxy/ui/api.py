@@ -3,8 +3,9 @@
 What belongs here: turning a read-only :class:`~acp_proxy.store.reader.Store` into the
 values the page shows — the capture list, a page of a capture's timeline, one frame in
 detail, search hits and the exports, and a capture's log (the agent's stderr and the
-events); the reconstruction views (at the end or at a frame: ``--at``) and the state at a
-frame are :mod:`acp_proxy.ui.folds`', re-exported here. The rules are the other
+events); the reconstruction views (at the end or at a frame: ``--at``) are
+:mod:`acp_proxy.ui.folds`' and the state at a frame :mod:`acp_proxy.ui.at_frame`'s,
+re-exported here. The rules are the other
 packages': summaries and filters from
 :mod:`acp_proxy.text`, the fold and its views from :mod:`acp_proxy.reconstruct`,
 the exports from :mod:`acp_proxy.export`, search from :mod:`acp_proxy.store.search`.

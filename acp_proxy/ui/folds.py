@@ -180,11 +180,12 @@ class Folds:
             return page_of(self.view(store, capture_id, name, at), offset, limit)
         if large:
             r = self.parted(store, capture_id, name, at)
-            with self._reading:
-                listed, to_json = items(r)
-                page = listed[max(0, offset) : max(0, offset) + max(1, limit)]
+
+            def read(page: list[Any]) -> None:  # a page of turns: their text, first
                 self.read_text(store, capture_id, page if name == "turns" else ())
-                return _page_items(listed, to_json, offset, limit)
+
+            with self._reading:
+                return _page_items(*items(r), offset, limit, read)
         if at is not None:
             r = reconstruct((sf.frame for sf in store.frames(capture_id, upto_seq=at)), at=at)
             return _page_items(*items(r), offset, limit)
@@ -366,11 +367,19 @@ def _view_function(name: str) -> Callable[[Reconstruction], Any]:
 
 
 def _page_items(
-    items: list[Any], to_json: Callable[[Any], Any], offset: int, limit: int
+    items: list[Any],
+    to_json: Callable[[Any], Any],
+    offset: int,
+    limit: int,
+    before: Callable[[list[Any]], None] | None = None,
 ) -> dict[str, Any]:
+    """Items ``offset`` to ``offset + limit`` as ``to_json`` makes them (``before`` told
+    which, first), as :func:`page_of` pages a list."""
     offset = max(0, offset)
-    page = [to_json(x) for x in items[offset : offset + max(1, limit)]]
-    return {"items": page, "total": len(items), "offset": offset}
+    chosen = items[offset : offset + max(1, limit)]
+    if before is not None:
+        before(chosen)
+    return {"items": [to_json(x) for x in chosen], "total": len(items), "offset": offset}
 
 
 def _source(store: Store, capture_id: int) -> Any:
