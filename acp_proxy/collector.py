@@ -9,7 +9,9 @@ recorder's at small frames. So:
   a fold kept for long (a large capture's, which the inspector keeps and reads a page at a
   time) is frozen as it ends: the next collections would otherwise walk its hundreds of
   thousands of objects, a few hundred ms each time, for nothing (it has no cycle, and it
-  is freed by reference counts all the same);
+  is freed by reference counts all the same). Freezing takes everything alive then, so a
+  cycle another thread held at that moment is never collected: a few objects a fold, the
+  price of not walking the fold again;
 - a relaying process freezes what it loaded and collects its young objects far less often
   (:func:`for_relaying`), so the thread with bytes to forward is not held up by it;
 - the recorder process freezes and turns it off (:func:`for_recording`): it collects by

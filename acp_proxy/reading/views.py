@@ -169,7 +169,9 @@ def _fold_parts(
     directions = {d.value: d for d in Direction}
     opcodes: dict[str | None, Opcode | None] = {None: None, **{o.value: o for o in Opcode}}
     chunks, read = r.feed_chunks, 0
-    with collector.paused(keep=True):  # the fold makes no cycles, and is kept
+    # the fold makes no cycles; one from the first frame is kept (the frames since a kept
+    # fold are few: nothing to freeze for them)
+    with collector.paused(keep=after < 0):
         for how, seq, d, t_ns, raw, terminated, opcode, sid, kind, frames in rows:
             if how == COUNTED:
                 count(seq, t_ns, sid or "", kind)
