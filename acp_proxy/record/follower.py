@@ -14,9 +14,10 @@ behind by little, and when its standard input closes — the recorder is done, o
 indexes what is left and exits.
 
 When the relay is gone the recorder calls :meth:`Follower.finish`: it waits for the process
-(half of :data:`FINISH_S`) and indexes what it left itself, or, for a capture too small to
-have started one, indexes the rows itself, within the same bound. A capture just recorded
-is searchable at once; what is left is topped up by the next search.
+(half of :data:`FINISH_S`, or of ``ACP_PROXY_INDEX_WAIT`` seconds) and indexes what it left
+itself, or, for a capture too small to have started one, indexes the rows itself, within
+the same bound. A capture just recorded is searchable at once; what is left (a loaded
+machine) is topped up by the next search.
 """
 
 from __future__ import annotations
@@ -34,7 +35,16 @@ from acp_proxy.errors import ProxyError
 from acp_proxy.store.db import connect
 from acp_proxy.store.index import catch_up
 
-__all__ = ["BATCH", "FINISH_S", "NICENESS", "START_AFTER", "Follower", "follow"]
+__all__ = [
+    "BATCH",
+    "FINISH_S",
+    "INDEX_WAIT_ENV",
+    "NICENESS",
+    "START_AFTER",
+    "Follower",
+    "finish_s",
+    "follow",
+]
 
 BATCH = 5000
 """Rows indexed in one transaction of the index file (its lock alone: the recorder never
@@ -46,7 +56,10 @@ _BEHIND_BY_LITTLE = 1000
 """Fewer rows than this indexed in a round: wait for more."""
 _IDLE_S = 0.25
 FINISH_S = 2.0
-"""How long the recorder waits, at its end, for the index to reach its last rows."""
+"""How long the recorder spends, at its end, bringing the index up to its last rows, unless
+``ACP_PROXY_INDEX_WAIT`` says otherwise (:func:`finish_s`)."""
+INDEX_WAIT_ENV = "ACP_PROXY_INDEX_WAIT"
+_MOST_S = 24 * 3600.0
 _KILL_AFTER_S = 2.0
 """How long a follower told to stop has before it is killed."""
 
@@ -55,8 +68,9 @@ class Follower:
     """Keeps ``<db>.search`` up with what the recorder commits (:meth:`committed` after each
     commit, :meth:`finish` at the end, :meth:`close` always)."""
 
-    def __init__(self, db_path: Path) -> None:
+    def __init__(self, db_path: Path, finish_s: float = FINISH_S) -> None:
         self._db_path = db_path
+        self._finish_s = finish_s
         self._rows = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self.error: str | None = None
@@ -76,11 +90,13 @@ class Follower:
             except OSError as e:  # indexed at the end instead, or by the next search
                 self.error = str(e)
 
-    def finish(self, timeout: float = FINISH_S) -> None:
+    def finish(self, timeout: float | None = None) -> None:
         """Bring the index up to the last committed row, for about ``timeout`` seconds: the
         process has half of it to index what is left; what it has not done by then (on a
         loaded machine its lower priority leaves it little CPU) is indexed here, at the
         recorder's own priority, in the other half."""
+        if timeout is None:
+            timeout = self._finish_s
         if self._proc is not None:
             proc, self._proc = self._proc, None
             _end(proc, timeout / 2)
@@ -92,6 +108,23 @@ class Follower:
         if self._proc is not None:
             proc, self._proc = self._proc, None
             _end(proc, 0)
+
+
+def finish_s() -> float:
+    """The recorder's bound on indexing at its end: ``ACP_PROXY_INDEX_WAIT`` seconds (a
+    script that searches as soon as ``record`` exits, on a slow or loaded machine, may wait
+    longer; 0 leaves it all to the next search), else :data:`FINISH_S`. Raises ValueError,
+    naming the variable, for a value that is no number of seconds up to a day."""
+    text = os.environ.get(INDEX_WAIT_ENV, "").strip()
+    if not text:
+        return FINISH_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= _MOST_S:  # NaN too
+        raise ValueError(f"{INDEX_WAIT_ENV}={text!r} is no number of seconds up to a day")
+    return value
 
 
 def _end(proc: subprocess.Popen[bytes], timeout: float) -> None:

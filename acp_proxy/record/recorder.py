@@ -34,7 +34,7 @@ from acp_proxy.record.core.rows import FrameRow, Row
 from acp_proxy.record.core.state import Resume
 from acp_proxy.record.core.wire import Record
 from acp_proxy.record.follow import JournalReader
-from acp_proxy.record.follower import Follower
+from acp_proxy.record.follower import FINISH_S, Follower, finish_s
 from acp_proxy.record.imports import import_ledger, import_spills
 from acp_proxy.record.ledger import ledger_files
 from acp_proxy.record.spill import segment_path
@@ -110,7 +110,7 @@ class Recorder:
         reader = self._reader = JournalReader(self.db_path, self.journal, self._bell, start)
         self._position = start
         self._checkpointer = beside(self.db.path, self.db.conn)
-        follower = self._follower = Follower(self.db_path)
+        follower = self._follower = Follower(self.db_path, self._index_wait())
         done = False
         try:
             while True:
@@ -159,6 +159,13 @@ class Recorder:
                 self.db.close()
             if hold is not None:
                 spill.release_journal(self.db_path, self.journal, hold, done=done)
+
+    def _index_wait(self) -> float:
+        try:
+            return finish_s()
+        except ValueError as e:
+            self._warn(f"warning: {e}; waiting {FINISH_S:g} s")
+            return FINISH_S
 
     def _own_ledger(self) -> None:
         """What the relay could not even journal (a full disk) — losses, how a capture

@@ -14,17 +14,21 @@ from pathlib import Path
 import pytest
 from support.proc import PROXY, db_rows, peer, run_proxy
 
-from acp_proxy.record.follower import START_AFTER, Follower
+from acp_proxy.record.follower import INDEX_WAIT_ENV, START_AFTER, Follower
 from acp_proxy.store.db import connect
 from acp_proxy.store.index import search_path
 from acp_proxy.store.search import search
 
 
-def _record(db: Path, tmp_path: Path, lines: list[bytes]) -> None:
+def _record(db: Path, tmp_path: Path, lines: list[bytes], wait: str = "120") -> bytes:
+    """Record ``lines`` from an agent; the recorder may take ``wait`` seconds to index them
+    at its end (a loaded machine: its default bound is 2 s). Its stderr."""
     source = tmp_path / "out.bin"
     source.write_bytes(b"".join(line + b"\n" for line in lines))
-    r = run_proxy(db, peer("echo_agent.py", str(tmp_path / "copy.bin"), str(source)))
+    env = {**os.environ, INDEX_WAIT_ENV: wait}
+    r = run_proxy(db, peer("echo_agent.py", str(tmp_path / "copy.bin"), str(source)), env=env)
     assert r.returncode == 0, r.stderr
+    return r.stderr
 
 
 def _chunk(i: int, word: str = "filler") -> bytes:
@@ -67,6 +71,26 @@ def test_a_recording_is_searchable_without_indexing_on_demand(
     hits = search(conn, "xylophone")
     conn.close()
     assert [(h.capture_id, h.seq) for h in hits] == [(1, frames)]
+
+
+def test_an_index_left_behind_is_topped_up_by_the_next_search(db: Path, tmp_path: Path) -> None:
+    # a recorder given no time to index at its end (ACP_PROXY_INDEX_WAIT=0) leaves it all
+    _record(db, tmp_path, [*(_chunk(i) for i in range(300)), _chunk(300, "xylophone")], "0")
+    assert not search_path(db).exists() or _marker(db).get("frames", 0) == 0
+    r = _proxy(db, "search", "xylophone")
+    assert r.returncode == 0 and r.stdout.count(b"xylophone") == 1, r.stderr
+    ((last,),) = db_rows(db, "SELECT MAX(id) FROM messages")
+    assert _marker(db)["frames"] == last
+
+
+@pytest.mark.parametrize("wait", ["soon", "-1", "nan", "1e9"])
+def test_a_bad_index_wait_is_said_and_the_default_taken(
+    db: Path, tmp_path: Path, wait: str
+) -> None:
+    stderr = _record(db, tmp_path, [_chunk(0, "xylophone")], wait)
+    assert f"{INDEX_WAIT_ENV}={wait!r} is no number of seconds".encode() in stderr, stderr
+    ((last,),) = db_rows(db, "SELECT MAX(id) FROM messages")
+    assert _marker(db)["frames"] == last  # indexed within the default bound
 
 
 def test_what_a_starved_follower_leaves_is_indexed_by_the_recorder(
