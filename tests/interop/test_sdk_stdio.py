@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support.proc import PROXY, db_rows, peer
+from support.proc import PROXY, db_rows, peer, wait_recorded
 from support.sdk import sdk_session
 from support.views import assert_views_stream
 
@@ -22,6 +22,7 @@ async def test_official_sdk_peers_agree_through_the_proxy(tmp_path: Path, db: Pa
     direct = await sdk_session(agent, tmp_path)
     proxied = await sdk_session([*PROXY, "record", "--db", str(db), "--", *agent], tmp_path)
     assert proxied == direct
+    wait_recorded(db)  # it outlives the relay
     assert direct[1] == ["end_turn", "end_turn"]
     assert {
         "sessionUpdate": "tool_call_update",

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from support.paths import TESTS
-from support.proc import PROXY, db_rows, peer
+from support.proc import PROXY, db_rows, peer, wait_recorded
 from support.sdk import sdk_session as python_sdk_session
 from support.views import assert_views_stream
 
@@ -101,6 +101,7 @@ def frames(stream: bytes) -> list[dict[str, Any]]:
 
 def stream(db: Path, direction: Direction) -> bytes:
     """What crossed the proxy in ``direction`` in the latest capture, as stored."""
+    wait_recorded(db)
     store = Store(db)
     try:
         return store.stream_bytes(store.capture(None)["id"], direction)
@@ -110,6 +111,7 @@ def stream(db: Path, direction: Direction) -> bytes:
 
 def assert_recorded(db: Path, version: int, client: str, agent: str, methods: list[str]) -> None:
     """The latest capture: its version and peers' names, these requests and each answered."""
+    wait_recorded(db)
     store = Store(db)
     try:
         c = store.capture(None)

@@ -25,7 +25,7 @@ from acp.ws import create_websocket_stream
 from hypercorn.asyncio import serve as hypercorn_serve
 from hypercorn.config import Config
 from support.paths import PEERS
-from support.proc import PROXY
+from support.proc import PROXY, wait_recorded
 from support.sdk import RecordingClient
 from support.ws import events, rows, running_proxy
 
@@ -155,4 +155,5 @@ async def test_sdk_stdio_client_to_sdk_ws_server(tmp_path: Path, db: Path) -> No
             r = await conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
             assert r.stop_reason == "end_turn"
     assert any(u.get("sessionUpdate") == "agent_message_chunk" for u in client.updates)
+    wait_recorded(db)  # it outlives the relay
     _check_capture(db, "stdio-ws")

@@ -150,7 +150,7 @@ def test_a_locked_database_holds_up_nothing_and_loses_nothing(tmp_path: Path, db
     source = tmp_path / "out.bin"
     source.write_bytes(b'{"jsonrpc":"2.0","method":"while-locked"}\n' * 50)
     copy = tmp_path / "in.bin"
-    result = run_proxy(db, peer("echo_agent.py", str(copy), str(source)), b"{}\n")
+    result = run_proxy(db, peer("echo_agent.py", str(copy), str(source)), b"{}\n", recorded=False)
     # the session ran to its end while the database was locked
     assert result.returncode == 0 and result.stdout == source.read_bytes()
     assert recorder_processes(db)  # still holding the traffic, waiting for the lock

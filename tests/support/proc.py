@@ -27,14 +27,21 @@ def run_proxy(
     extra: Sequence[str] = (),
     timeout: float = 60,
     env: dict[str, str] | None = None,
+    recorded: bool = True,
 ) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
+    """``acp-proxy record`` around ``agent``; unless ``recorded`` is False, also wait for
+    its recorder, which outlives the relay by design (a loaded machine: it may still be
+    storing the last frames, or indexing them, when the command has exited)."""
+    result = subprocess.run(
         [*PROXY, "record", "--db", str(db), *extra, "--", *agent],
         input=stdin,
         capture_output=True,
         timeout=timeout,
         env=env,
     )
+    if recorded:
+        wait_recorded(db)
+    return result
 
 
 def db_rows(db: Path, sql: str, args: Sequence[object] = ()) -> list[tuple[object, ...]]:
