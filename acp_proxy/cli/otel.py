@@ -1,4 +1,5 @@
-"""``acp-proxy otel push`` and the live telemetry options of ``record`` and ``ws``.
+"""``acp-proxy otel push``; the live telemetry options of ``record`` and ``ws`` are in
+:mod:`acp_proxy.cli.otel_live`, so the relays start without this module's imports.
 
 The mapping is in :mod:`acp_proxy.otel.core.mapping`, the sending in :mod:`acp_proxy.otel.sdk`;
 this module only reads options and captures and reports. ``docs/otel.md`` has the rest.
@@ -7,9 +8,9 @@ this module only reads options and captures and reports. ``docs/otel.md`` has th
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 import orjson
@@ -22,59 +23,7 @@ from acp_proxy.otel.core.fold import CaptureInfo
 from acp_proxy.otel.source import Traced, trace_capture
 from acp_proxy.store.reader import Store
 
-__all__ = ["live_recorder_env", "otel", "otel_options", "traced_captures"]
-
-F = TypeVar("F", bound=Callable[..., Any])
-_STANDARD = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-
-
-def otel_options(fn: F) -> F:
-    """``--otlp-endpoint`` and ``--otel-content`` (record, ws)."""
-    fn = click.option(
-        "--otel-content",
-        is_flag=True,
-        help="With live spans: include prompts, answers, tool inputs and outputs and terminal "
-        "output (left out by default).",
-    )(fn)
-    return click.option(
-        "--otlp-endpoint",
-        metavar="URL",
-        help="Send OpenTelemetry spans of the sessions, as they run, to this OTLP/HTTP "
-        "endpoint (http://host:4318; needs acp-proxy[otel]). Default: on when "
-        "OTEL_EXPORTER_OTLP_ENDPOINT is set.",
-    )(fn)
-
-
-def _standard_env_asks() -> bool:
-    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
-        return False
-    if os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() == "none":
-        return False
-    return any(os.environ.get(name, "").strip() for name in _STANDARD)
-
-
-def live_recorder_env(endpoint: str | None, content: bool) -> dict[str, str] | None:
-    """The recorder environment that turns live spans on, or ``None``. An explicit
-    ``--otlp-endpoint`` without the extra is an error (exit 2); the standard variables
-    alone only warn, so an editor's session is never refused for them."""
-    from acp_proxy.otel.live import recorder_env
-    from acp_proxy.otel.sdk import require, traces_endpoint
-
-    if endpoint is not None:
-        require()
-        return recorder_env(traces_endpoint(endpoint), content)
-    if _standard_env_asks():
-        try:
-            require()
-        except UsageError as e:
-            echo(f"acp-proxy: warning: OTEL_EXPORTER_OTLP_ENDPOINT is set but {e}", err=True)
-            return None
-        return recorder_env(None, content)
-    if content:
-        raise UsageError(
-            "--otel-content goes with --otlp-endpoint (or OTEL_EXPORTER_OTLP_ENDPOINT)"
-        )
-    return None
+__all__ = ["otel", "traced_captures"]
 
 
 def _file_info(path: str) -> CaptureInfo:

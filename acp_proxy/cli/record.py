@@ -12,7 +12,7 @@ import click
 from acp_proxy.cli.common import CONTEXT, agent_command, db_path
 from acp_proxy.cli.exits import relaying
 from acp_proxy.cli.options import db_option, grace_option
-from acp_proxy.cli.otel import live_recorder_env, otel_options
+from acp_proxy.cli.otel_live import live_recorder_env, otel_options
 from acp_proxy.errors import UsageError
 
 __all__ = ["record"]

@@ -21,7 +21,7 @@ import click
 from acp_proxy.cli.common import CONTEXT, agent_command, db_path, echo
 from acp_proxy.cli.listening import allow_origin_option, listener_options, timeouts_of, token_option
 from acp_proxy.cli.options import db_option, grace_option
-from acp_proxy.cli.otel import live_recorder_env, otel_options
+from acp_proxy.cli.otel_live import live_recorder_env, otel_options
 from acp_proxy.errors import UsageError
 from acp_proxy.record.link import RecorderLink
 from acp_proxy.relay import tune_relay_process
