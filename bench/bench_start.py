@@ -32,6 +32,21 @@ from bench_read import checkout  # noqa: E402
 AGENT = [sys.executable, "-S", "-c", "import sys, time; sys.stderr.write(str(time.time_ns()))"]
 
 
+def working_copy(into: Path) -> Path:
+    """The files of the working tree (committed or not), copied under ``into``."""
+    files = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-z", "-co", "--exclude-standard", "acp_proxy"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    into.mkdir()
+    tar = subprocess.run(
+        ["tar", "-c", "--null", "-T", "-", "-C", str(ROOT)], input=files, capture_output=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(into)], input=tar.stdout, check=True)
+    return into
+
+
 def once(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
     """(ms to the agent's start, ms to the command's exit) of one run; ``python -m`` finds
     the package in ``cwd`` first."""
@@ -66,7 +81,8 @@ def main() -> None:
         env.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None)
         measure("direct", AGENT, args.runs, env, ROOT)
         trees = [("this tree", ROOT)]
-        if args.against:
+        if args.against:  # both from a copy, so that neither has the other's caches
+            trees = [("this tree", working_copy(Path(tmp) / "this"))]
             trees.append((args.against, checkout(args.against, Path(tmp))))
         for label, tree in trees:
             proxy = [sys.executable, "-m", "acp_proxy", "record", "--db", str(db), "--"]
