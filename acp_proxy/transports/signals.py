@@ -9,7 +9,6 @@ them so it is never cut short (``record/child.py``).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import signal
 import threading
@@ -25,6 +24,8 @@ def on_stop_signals(callback: Callable[[int], None]) -> Iterator[None]:
     """While inside, each of :data:`STOP_SIGNALS` calls ``callback`` with its number on the
     running event loop (in the main thread only: a loop can install handlers nowhere
     else)."""
+    import asyncio  # here: the recorder process, which only names the signals, runs no loop
+
     loop = asyncio.get_running_loop()
     installed = []
     if threading.current_thread() is threading.main_thread():
