@@ -158,12 +158,16 @@ def check(
     if as_json:
         raise UsageError("--json goes with --rules; use --format json for findings")
     from acp_proxy.check.core.checker import Thresholds
+    from acp_proxy.check.core.report import TEXT_LIMIT
 
     options = {
         "version": int(protocol) if protocol else None,
         "unstable": unstable,
         "ignore": _ignored(ignore),
         "thresholds": Thresholds(slow_response=slow, slow_cancel=slow_cancel),
+        # the text report shows the first findings of each rule and counts the rest: a
+        # capture wrong in every frame is not held in memory; the other formats list all
+        "keep_per_rule": TEXT_LIMIT if fmt == "text" else None,
     }
     if every and captures:
         raise UsageError("--all checks every capture; give no CAPTURE with it")
@@ -197,9 +201,9 @@ def _check(
     results: list[Result] = []
     for cap in sources():
         with Progress(f"checking {cap.name}", cap.total) as progress:
-            checker = Checker(**options).run(progress.wrap(cap.frames), cap.ending)
-        found = [f for f in checker.findings if side is None or f.side == side]
-        results.append(Result(cap.name, checker.version, checker.frames, found))
+            checker = Checker(**options, side=side).run(progress.wrap(cap.frames), cap.ending)
+        counted = dict(checker.counts) if options["keep_per_rule"] is not None else None
+        results.append(Result(cap.name, checker.version, checker.frames, checker.findings, counted))
     return results
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import xml.etree.ElementTree as ET
@@ -274,3 +275,38 @@ def test_a_hostile_recording_is_reported_inert_in_every_format(tmp_path: Path, d
     rules = {f["rule"] for f in report["captures"][0]["findings"]}
     assert "framing.not-json" in rules  # its line that is not JSON at all
     ET.fromstring(out["junit"])
+
+
+def test_a_rule_found_in_many_frames_is_counted_whole_and_shown_in_part(
+    tmp_path: Path, db: Path
+) -> None:
+    # 50 answers to requests nobody sent (the agent's) and 30 calls of a method ACP does
+    # not define (the client's): the text report shows the first 20 of a rule and counts
+    # every one, per side, as the JSON report lists them
+    steps: list[tuple[str, object]] = [
+        ("c2a", INIT),
+        ("a2c", INIT_OK),
+        ("c2a", NEW),
+        ("a2c", NEW_OK),
+    ]
+    steps += [("a2c", {"jsonrpc": "2.0", "id": 100 + i, "result": {}}) for i in range(50)]
+    steps += [("c2a", {"jsonrpc": "2.0", "method": "no/such", "params": {}}) for _ in range(30)]
+    record_script(db, tmp_path, steps)
+    listed = json.loads(run("--db", str(db), "--format", "json").stdout)["captures"][0]
+    by_rule: dict[tuple[str, str], int] = {}
+    for f in listed["findings"]:
+        by_rule[(f["rule"], f["side"])] = by_rule.get((f["rule"], f["side"]), 0) + 1
+    assert by_rule[("rpc.unpaired-response", "agent")] == 50
+    client = {rule: n for (rule, side), n in by_rule.items() if side == "client"}
+    assert sum(client.values()) >= 30
+    for side, expect in (("agent", {"rpc.unpaired-response": 50}), ("client", client)):
+        out = run("--db", str(db), "--side", side).stdout
+        for rule, n in expect.items():
+            assert f"{rule} ×{n}:" in out, out
+            block = re.split(r"\n(?:  \S|\n)", out.split(f"{rule} ×{n}:")[1])[0]
+            assert block.count(f"[{side}]") == min(n, 20)
+            assert (f"… and {n - 20} more" in block) == (n > 20)
+        other = "client" if side == "agent" else "agent"
+        assert f"[{other}]" not in out
+        errors = sum(n for r, n in expect.items() if RULES[r].severity == "error")
+        assert f"\n{errors} errors," in out

@@ -64,6 +64,17 @@ def test_feed_returns_findings_as_they_happen() -> None:
     assert checker.finish() == []
 
 
+def test_a_side_and_a_limit_keep_only_what_is_shown_and_count_it_all() -> None:
+    # 40 answers nobody asked for (the agent's), 40 more from the client
+    stray = [(A, res(100 + i, {})) for i in range(40)] + [(C, res(200 + i, {})) for i in range(40)]
+    every = Checker().run(frames([*P1, *stray]))
+    kept = Checker(keep_per_rule=3, side="agent").run(frames([*P1, *stray]))
+    agent = [f for f in every.findings if f.side == "agent"]
+    assert len(agent) == 40 and len(every.findings) == 80
+    assert kept.findings == agent[:3]  # the first of each rule, in order, of the one side
+    assert kept.counts == {"rpc.unpaired-response": 40}
+
+
 def test_forced_version_checks_v1_traffic_as_v2() -> None:
     case = CASES[0]  # clean v1
     rules = {r for r, _ in found(case, version=2)}

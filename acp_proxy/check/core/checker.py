@@ -39,8 +39,9 @@ __all__ = ["Checker", "Thresholds", "check_frames"]
 class Checker:
     """Check one capture, frame by frame. ``version`` forces the protocol version (else
     ``initialize`` decides, v1 when there is none); ``unstable`` validates against the
-    unstable schemas; ``ignore`` drops rule ids; with ``keep_per_rule``, only the first
-    findings of each rule are kept in :attr:`findings` (every one is counted)."""
+    unstable schemas; ``ignore`` drops rule ids; ``side`` keeps and counts only the findings
+    of one side (``client`` or ``agent``); with ``keep_per_rule``, only the first findings
+    of each rule are kept in :attr:`findings` (every one is counted in :attr:`counts`)."""
 
     def __init__(
         self,
@@ -50,9 +51,11 @@ class Checker:
         ignore: Iterable[str] = (),
         thresholds: Thresholds | None = None,
         keep_per_rule: int | None = None,
+        side: str | None = None,
     ) -> None:
         self.ctx = Context(version=version, unstable=unstable, ignore=ignore, thresholds=thresholds)
         self.keep_per_rule = keep_per_rule
+        self.side = side
         self.counts: dict[str, int] = {}
         self.findings: list[Finding] = []
         self.frames = 0
@@ -116,6 +119,8 @@ class Checker:
         if covered:
             out = [f for f in out if not (f.rule == "schema.invalid" and f.seq in covered)]
         for f in out:
+            if self.side is not None and f.side != self.side:
+                continue
             n = self.counts.get(f.rule, 0)
             self.counts[f.rule] = n + 1
             if self.keep_per_rule is None or n < self.keep_per_rule:

@@ -20,20 +20,43 @@ import orjson
 from acp_proxy.check.core.findings import ERROR, SEVERITIES, WARNING, Finding
 from acp_proxy.check.core.rules import RULES
 
-__all__ = ["Result", "counts", "render_json", "render_junit", "render_sarif", "render_text"]
+__all__ = [
+    "TEXT_LIMIT",
+    "Result",
+    "counts",
+    "render_json",
+    "render_junit",
+    "render_sarif",
+    "render_text",
+]
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _TOOL_URI = "https://agentclientprotocol.com"
+TEXT_LIMIT = 20
+"""Findings of one rule the text report shows; the rest are counted ("… and N more")."""
 
 
 @dataclass(slots=True)
 class Result:
-    """The findings of one capture, and what it was checked as."""
+    """The findings of one capture, and what it was checked as. ``rule_counts``: how many
+    findings of each rule there were, when ``findings`` holds only the first of each (the
+    text report: a capture wrong in every frame is not held in memory); else counted from
+    ``findings``."""
 
     name: str
     version: int
     frames: int
     findings: list[Finding]
+    rule_counts: dict[str, int] | None = None
+
+    def count(self) -> dict[str, int]:
+        """How many findings of each rule."""
+        if self.rule_counts is not None:
+            return self.rule_counts
+        out: dict[str, int] = {}
+        for f in self.findings:
+            out[f.rule] = out.get(f.rule, 0) + 1
+        return out
 
 
 def _order(f: Finding) -> tuple[int, int]:
@@ -43,17 +66,18 @@ def _order(f: Finding) -> tuple[int, int]:
 def counts(results: Sequence[Result]) -> dict[str, int]:
     out = dict.fromkeys(SEVERITIES, 0)
     for r in results:
-        for f in r.findings:
-            out[f.severity] += 1
+        for rule_id, n in r.count().items():
+            out[RULES[rule_id].severity] += n
     return out
 
 
-def render_text(results: Sequence[Result], *, limit: int = 20) -> str:
+def render_text(results: Sequence[Result], *, limit: int = TEXT_LIMIT) -> str:
     """Grouped by rule, errors first; each finding with seq, side, reason and excerpt."""
     lines: list[str] = []
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     for r in results:
         lines.append(f"{r.name}: ACP v{r.version}, {r.frames} frames")
+        total = r.count()
         by_rule: dict[str, list[Finding]] = {}
         for f in sorted(r.findings, key=_order):
             by_rule.setdefault(f.rule, []).append(f)
@@ -62,15 +86,15 @@ def render_text(results: Sequence[Result], *, limit: int = 20) -> str:
         for rule_id in sorted(by_rule, key=lambda k: (rank[RULES[k].severity], k)):
             found = by_rule[rule_id]
             rule = RULES[rule_id]
-            lines.append(f"  {rule.severity} {rule_id} ×{len(found)}: {rule.title}")
+            lines.append(f"  {rule.severity} {rule_id} ×{total[rule_id]}: {rule.title}")
             lines.append(f"    spec: {rule.spec}")
             for f in found[:limit]:
                 where = f"seq {f.seq}" if f.seq is not None else "capture"
                 lines.append(f"    {where} [{f.side}] {f.message}")
                 if f.excerpt:
                     lines.append(f"      {f.excerpt}")
-            if len(found) > limit:
-                lines.append(f"    … and {len(found) - limit} more")
+            if total[rule_id] > min(limit, len(found)):
+                lines.append(f"    … and {total[rule_id] - min(limit, len(found))} more")
         lines.append("")
     c = counts(results)
     lines.append(f"{c[ERROR]} errors, {c[WARNING]} warnings, {c['info']} notes")
