@@ -23,8 +23,10 @@ PKG = PACKAGE
 
 # The layer of each subsystem. A new subsystem fails the test until it is placed here.
 LAYERS = {
-    # the vocabulary everything speaks, and the garbage collector's one switch
+    # the vocabulary everything speaks, the garbage collector's one switch, the numbers
+    # the environment sets
     "collector": 0,
+    "settings": 0,
     "errors": 0,
     "events": 0,
     "sgr": 0,

@@ -4,7 +4,7 @@ The garbage collector is switched in ``collector.py`` only; the signals that sto
 named in ``transports/signals.py`` only; an agent command is split at ``--`` in
 ``cli/common.py`` only; rows are read as dicts through ``Store.dicts`` only; every listener
 reads ``--listen`` through ``relay.core.admission.listen_address``; ``--grace`` is one
-option of one type."""
+option of one type; a number from the environment is read by ``settings.number``."""
 
 from __future__ import annotations
 
@@ -41,6 +41,9 @@ def test_each_small_rule_is_written_in_one_place() -> None:
     assert _where(r"dict\(zip\(") == ["store/reader.py"]
     assert _where(r"sqlite_utils|\.db\.query\(") == []
     assert _where(r'rpartition\(":"\)') == ["relay/core/admission.py"]
+    # a number the environment sets is read, and refused, in one way
+    assert _where(r"(float|int)\(\s*(os\.)?environ") == []
+    assert _where(r"(float|int)\(_?[A-Z_]*(SET|ENV)\b") == []
 
 
 def test_listen_address() -> None:

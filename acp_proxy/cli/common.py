@@ -20,6 +20,7 @@ from typing import IO, Any, TypeVar
 import click
 
 from acp_proxy.errors import UsageError
+from acp_proxy.settings import number
 from acp_proxy.store.numbers import INT64_MAX, INT64_MIN, parse_int
 from acp_proxy.store.reader import Store, default_db_path
 from acp_proxy.text.safe import json_bytes, visible
@@ -90,10 +91,7 @@ def echo_lines(lines: Iterable[str | Styled], batch: int = 512) -> None:
 
 def _progress_after() -> float:
     """Seconds of work before progress shows: half a second, or ``ACP_PROXY_PROGRESS_AFTER``."""
-    try:
-        return max(0.0, float(os.environ.get("ACP_PROXY_PROGRESS_AFTER", "0.5")))
-    except ValueError:
-        return 0.5
+    return number("ACP_PROXY_PROGRESS_AFTER", 0.5)
 
 
 class Progress:

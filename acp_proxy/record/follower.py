@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 from acp_proxy.errors import ProxyError
+from acp_proxy.settings import number
 from acp_proxy.store.db import connect
 from acp_proxy.store.index import catch_up
 
@@ -59,7 +60,6 @@ FINISH_S = 2.0
 """How long the recorder spends, at its end, bringing the index up to its last rows, unless
 ``ACP_PROXY_INDEX_WAIT`` says otherwise (:func:`finish_s`)."""
 INDEX_WAIT_ENV = "ACP_PROXY_INDEX_WAIT"
-_MOST_S = 24 * 3600.0
 _KILL_AFTER_S = 2.0
 """How long a follower told to stop has before it is killed."""
 
@@ -111,20 +111,10 @@ class Follower:
 
 
 def finish_s() -> float:
-    """The recorder's bound on indexing at its end: ``ACP_PROXY_INDEX_WAIT`` seconds (a
-    script that searches as soon as ``record`` exits, on a slow or loaded machine, may wait
-    longer; 0 leaves it all to the next search), else :data:`FINISH_S`. Raises ValueError,
-    naming the variable, for a value that is no number of seconds up to a day."""
-    text = os.environ.get(INDEX_WAIT_ENV, "").strip()
-    if not text:
-        return FINISH_S
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value <= _MOST_S:  # NaN too
-        raise ValueError(f"{INDEX_WAIT_ENV}={text!r} is no number of seconds up to a day")
-    return value
+    """The recorder's bound on indexing at its end: ``ACP_PROXY_INDEX_WAIT`` seconds, up to a
+    day (a script that searches as soon as ``record`` exits, on a slow or loaded machine,
+    may give it more; 0 leaves it all to the next search), else :data:`FINISH_S`."""
+    return number(INDEX_WAIT_ENV, FINISH_S)
 
 
 def _end(proc: subprocess.Popen[bytes], timeout: float) -> None:

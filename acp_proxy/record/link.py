@@ -26,6 +26,7 @@ from pathlib import Path
 
 import orjson
 
+from acp_proxy import settings
 from acp_proxy.record.core.wire import HEADER, Type
 from acp_proxy.record.journal import JournalWriter
 from acp_proxy.record.tap import CaptureMeta, Tap
@@ -126,7 +127,7 @@ class RecorderLink:
                     stderr=self._voice.fd,  # never the editor's: it may outlive us
                     close_fds=True,
                     start_new_session=True,  # a Ctrl-C or a kill of our group spares it
-                    env={**os.environ, **self._recorder_env} if self._recorder_env else None,
+                    env={**os.environ, **(self._recorder_env or {}), **settings.said_env()},
                 )  # fmt: skip
             except OSError as e:
                 self._warn(f"warning: cannot start the recorder process ({e}); recording here")

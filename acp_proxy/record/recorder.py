@@ -34,11 +34,12 @@ from acp_proxy.record.core.rows import FrameRow, Row
 from acp_proxy.record.core.state import Resume
 from acp_proxy.record.core.wire import Record
 from acp_proxy.record.follow import JournalReader
-from acp_proxy.record.follower import FINISH_S, Follower, finish_s
+from acp_proxy.record.follower import Follower, finish_s
 from acp_proxy.record.imports import import_ledger, import_spills
 from acp_proxy.record.ledger import ledger_files
 from acp_proxy.record.spill import segment_path
 from acp_proxy.record.sqlite import Database
+from acp_proxy.settings import number
 from acp_proxy.store import liveness
 from acp_proxy.store.db import now_iso
 
@@ -53,10 +54,10 @@ _COLLECT_EVERY_S = 10.0  # when the child turned automatic collection off
 _RETRY_S = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 # After the relay is gone, how long a locked database is waited for before leaving the
 # journal as a spill file.
-_PATIENCE_S = float(os.environ.get("ACP_PROXY_RECORDER_PATIENCE", "10"))
+_PATIENCE_S = number("ACP_PROXY_RECORDER_PATIENCE", 10)
 # Our own writers wait for each other's short transactions all the time: a lock is news only
 # once it has lasted this long.
-_QUIET_LOCK_S = float(os.environ.get("ACP_PROXY_RECORDER_QUIET_LOCK", "5"))
+_QUIET_LOCK_S = number("ACP_PROXY_RECORDER_QUIET_LOCK", 5)
 
 
 class Recorder:
@@ -110,7 +111,7 @@ class Recorder:
         reader = self._reader = JournalReader(self.db_path, self.journal, self._bell, start)
         self._position = start
         self._checkpointer = beside(self.db.path, self.db.conn)
-        follower = self._follower = Follower(self.db_path, self._index_wait())
+        follower = self._follower = Follower(self.db_path, finish_s())
         done = False
         try:
             while True:
@@ -159,13 +160,6 @@ class Recorder:
                 self.db.close()
             if hold is not None:
                 spill.release_journal(self.db_path, self.journal, hold, done=done)
-
-    def _index_wait(self) -> float:
-        try:
-            return finish_s()
-        except ValueError as e:
-            self._warn(f"warning: {e}; waiting {FINISH_S:g} s")
-            return FINISH_S
 
     def _own_ledger(self) -> None:
         """What the relay could not even journal (a full disk) — losses, how a capture

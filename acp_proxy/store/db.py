@@ -16,6 +16,7 @@ from datetime import datetime
 from importlib import resources
 from pathlib import Path
 
+from acp_proxy import settings
 from acp_proxy.errors import SchemaError, StoreError
 from acp_proxy.store.private import make_private_dirs, refusal
 
@@ -28,7 +29,9 @@ __all__ = [
     "schema_migrations",
 ]
 
-BUSY_TIMEOUT_MS = int(os.environ.get("ACP_PROXY_BUSY_TIMEOUT_MS", "10000"))
+BUSY_TIMEOUT_MS = int(
+    settings.number("ACP_PROXY_BUSY_TIMEOUT_MS", 10_000, most=settings.DAY_S * 1000, integer=True)
+)
 # The page size of a new database (SQLite's largest). Frames are mostly a few hundred bytes
 # to a few KB: with the default 4 KiB pages a 4 KB frame spills onto an overflow page of its
 # own, and each page is a unit of work for the recorder's inserts and for checkpoints. With

@@ -10,7 +10,6 @@ date —, and the pages of a view. The views' JSON is
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -26,6 +25,7 @@ from acp_proxy.reconstruct import Reconstruction, reconstruct
 from acp_proxy.reconstruct import views as rviews
 from acp_proxy.reconstruct.session import Turn
 from acp_proxy.reconstruct.updates import SESSIONS
+from acp_proxy.settings import number
 from acp_proxy.store.reader import Store
 
 __all__ = [
@@ -41,8 +41,7 @@ __all__ = [
     "page_of",
 ]
 
-_FOLD_MAX_SET = os.environ.get("ACP_PROXY_UI_FOLD_MAX", "")
-FOLD_MAX = int(_FOLD_MAX_SET) if _FOLD_MAX_SET.isascii() and _FOLD_MAX_SET.isdigit() else 100_000
+FOLD_MAX = int(number("ACP_PROXY_UI_FOLD_MAX", 100_000, most=1e12, integer=True))
 """The most frames the server folds whole (every part of the reconstruction, kept and brought
 up to date as a live capture grows): past it the memory a whole fold takes (hundreds of MB
 for a million frames) would break the server's budget, so each view is folded from the
