@@ -72,21 +72,26 @@ def diff(
     from acp_proxy.cli.views import load_frames
     from acp_proxy.replay.core.compare import compare, parse_ignore, summarise_run
     from acp_proxy.replay.core.detail import timing_changes
-    from acp_proxy.replay.core.mapper import Mapper, session_pairs
+    from acp_proxy.replay.core.mapper import Mapper, pair_sessions, run_sessions
     from acp_proxy.replay.core.match import parse_messages
     from acp_proxy.replay.core.report import diff_lines, timing_lines
 
+    patterns = parse_ignore(ignore)
+    # A is read, summarised and let go before B is read: one run parsed in memory at a time
     ma = parse_messages(load_frames(db, a))
+    cwds_a, sessions_a = _cwds(ma), run_sessions([m.value for m in ma])
+    ra = summarise_run(ma, ignore=patterns, detail=True)
+    del ma
     mb = parse_messages(load_frames(db, b))
-    mapper = Mapper(zip(_cwds(ma), _cwds(mb), strict=False))
-    for x, y in session_pairs([m.value for m in ma], [m.value for m in mb]):
+    mapper = Mapper(zip(cwds_a, _cwds(mb), strict=False))
+    for x, y in pair_sessions(sessions_a, run_sessions([m.value for m in mb])):
         mapper.add_session(x, y)
     # B in A's terms before summarising, so every lookup by session sees A's ids
     if not mapper.changes_nothing():
-        mb = [dataclasses.replace(m, value=mapper.to_recorded(m.value)) for m in mb]
-    patterns = parse_ignore(ignore)
-    ra = summarise_run(ma, ignore=patterns, detail=True)
+        for i, m in enumerate(mb):  # in place: the unmapped message goes as its copy comes
+            mb[i] = dataclasses.replace(m, value=mapper.to_recorded(m.value))
     rb = summarise_run(mb, ignore=patterns, detail=True)
+    del mb
     found = compare(ra, rb)
     times = timing_changes(ra, rb) if timing else []
     if as_json:

@@ -15,11 +15,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from acp_proxy.replay.core.canonical import CWD_KEYS
 
-__all__ = ["Children", "Mapper", "child_announced", "children_of", "session_pairs"]
+__all__ = [
+    "Children",
+    "Mapper",
+    "RunSessions",
+    "child_announced",
+    "children_of",
+    "pair_sessions",
+    "run_sessions",
+    "session_pairs",
+]
 
 
 class Mapper:
@@ -165,14 +175,35 @@ def _mentioned(values: Iterable[Any], skip: set[str]) -> list[str]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class RunSessions:
+    """What pairing a run's sessions with another's needs of it: the sessions the client
+    opened, in the order first mentioned, and each parent's children in the order announced
+    (:func:`run_sessions`): a run can be read, summarised and let go before the other."""
+
+    opened: list[str]
+    children: dict[str, list[str]]
+
+
+def run_sessions(values: Iterable[Any]) -> RunSessions:
+    """The sessions of a run, from its messages' values (read once)."""
+    values = values if isinstance(values, Sequence) else list(values)
+    children = children_of(values)
+    kids = {c for found in children.values() for c in found}
+    return RunSessions(_mentioned(values, kids), children)
+
+
 def session_pairs(recorded: Sequence[Any], live: Sequence[Any]) -> list[tuple[str, str]]:
     """How two runs' sessions correspond, from their messages' values: the sessions the
     client opened by the order they are first mentioned, each child as the child announced
     at the same place of its parent's (its parent paired first)."""
-    kids_r, kids_l = children_of(recorded), children_of(live)
-    child_r = {c for kids in kids_r.values() for c in kids}
-    child_l = {c for kids in kids_l.values() for c in kids}
-    pairs = list(zip(_mentioned(recorded, child_r), _mentioned(live, child_l), strict=False))
+    return pair_sessions(run_sessions(recorded), run_sessions(live))
+
+
+def pair_sessions(recorded: RunSessions, live: RunSessions) -> list[tuple[str, str]]:
+    """:func:`session_pairs`, from what each run's :func:`run_sessions` kept."""
+    kids_r, kids_l = recorded.children, live.children
+    pairs = list(zip(recorded.opened, live.opened, strict=False))
     i = 0
     while i < len(pairs):  # parents before their children, breadth first
         r, li = pairs[i]
