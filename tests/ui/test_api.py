@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -217,22 +218,68 @@ def test_a_large_capture_being_recorded_has_its_fold_brought_up_to_date(
 
     views = ("turns", "permissions", "sessions", "messages")
     whole = {v: json_bytes(Folds().view(Store(demo_copy, readonly=True), 1, v)) for v in views}
-    part = tmp_path / "part.sqlite"
-    part.touch(0o600)
-    with sqlite3.connect(demo_copy) as source, sqlite3.connect(part) as copy:
-        source.backup(copy)
-        for table in ("messages", "batch_items"):  # the capture as it was at frame 19
-            copy.execute(f"DELETE FROM {table} WHERE capture_id = 1 AND seq >= 20")
+    part = _recorded_up_to(demo_copy, tmp_path, 20)
     monkeypatch.setattr(ui_folds, "FOLD_MAX", 2)
     store, folds = Store(part, readonly=True), Folds()
     first = folds.parted(store, 1, "turns", None)
     assert folds.page(store, 1, "turns", None, 0, 10)["items"]
-    with sqlite3.connect(part) as conn:  # the rest recorded meanwhile
-        conn.execute("ATTACH ? AS whole", [str(demo_copy)])
-        for table in ("messages", "batch_items"):
-            conn.execute(f"INSERT INTO {table} SELECT * FROM whole.{table} WHERE seq >= 20")
+    _record_the_rest(part, demo_copy, 20)
     assert folds.parted(store, 1, "turns", None) is first
     assert {v: json_bytes(folds.view(store, 1, v)) for v in views} == whole
+
+
+def test_a_kept_fold_is_grown_and_read_under_one_lock(
+    demo_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page never sees a turn half folded: every step that grows a kept fold (the frames
+    since) or reads it (a page, a view, a page's text) runs with the readers' lock held.
+    Checked where each step runs, not by racing threads."""
+    from acp_proxy.ui import folds as ui_folds
+
+    part = _recorded_up_to(demo_copy, tmp_path, 20)
+    monkeypatch.setattr(ui_folds, "FOLD_MAX", 2)
+    store, folds = Store(part, readonly=True), Folds()
+    steps: list[str] = []
+
+    def locked(name: str, step: Any) -> Any:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            assert folds._reading._is_owned(), f"{name} without the readers' lock"  # type: ignore[attr-defined]
+            steps.append(name)
+            return step(*args, **kwargs)
+
+        return run
+
+    for name in ("_fold_since", "read_text", "_page_items"):
+        monkeypatch.setattr(ui_folds, name, locked(name, getattr(ui_folds, name)))
+    view_function = ui_folds._view_function
+    monkeypatch.setattr(
+        ui_folds, "_view_function", lambda name: locked("view", view_function(name))
+    )
+    folds.page(store, 1, "turns", None, 0, 10)
+    _record_the_rest(part, demo_copy, 20)
+    folds.page(store, 1, "turns", None, 0, 10)
+    folds.view(store, 1, "turns")
+    folds.view(store, 1, "permissions")
+    assert set(steps) == {"_fold_since", "read_text", "_page_items", "view"}, steps
+
+
+def _recorded_up_to(demo_copy: Path, tmp_path: Path, seq: int) -> Path:
+    """A copy of the demo database whose capture is as it was before frame ``seq``."""
+    part = tmp_path / "part.sqlite"
+    part.touch(0o600)
+    with sqlite3.connect(demo_copy) as source, sqlite3.connect(part) as copy:
+        source.backup(copy)
+        for table in ("messages", "batch_items"):
+            copy.execute(f"DELETE FROM {table} WHERE capture_id = 1 AND seq >= ?", [seq])
+    return part
+
+
+def _record_the_rest(part: Path, demo_copy: Path, seq: int) -> None:
+    """The frames of the demo from ``seq`` on, recorded into ``part`` meanwhile."""
+    with sqlite3.connect(part) as conn:
+        conn.execute("ATTACH ? AS whole", [str(demo_copy)])
+        for table in ("messages", "batch_items"):
+            conn.execute(f"INSERT INTO {table} SELECT * FROM whole.{table} WHERE seq >= ?", [seq])
 
 
 @pytest.mark.parametrize("fold_max", [100_000, 2], ids=["whole fold", "parts"])
