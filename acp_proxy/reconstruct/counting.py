@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp_proxy.reconstruct.history import Replay
-from acp_proxy.reconstruct.kinds import CHUNKS, OUTPUT_UPDATES
+from acp_proxy.reconstruct.kinds import CHUNKS, OUTPUT_UPDATES, role_of
 from acp_proxy.reconstruct.kinds import TERMINAL_KINDS as _TERMINAL_KINDS
 from acp_proxy.reconstruct.session import SessionState, Turn
 
@@ -81,8 +81,7 @@ class Counting:
         if update is None:
             turn.pending.append(seq)
             return
-        role = "agent" if kind == "agent_message_chunk" else "thought"
-        turn.chunk(role, update.get("messageId"), update.get("content"))
+        turn.chunk(role_of(kind), update.get("messageId"), update.get("content"))
 
     def chunk_run(self, sid: str, kind: str, first: int, t_ns: int, n: int) -> None:
         """:meth:`chunk_update` of ``n`` frames one after the other, ``first`` to ``first +

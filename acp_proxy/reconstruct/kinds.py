@@ -1,8 +1,9 @@
 """The names a reconstruction is folded by (pure): its parts, and the kinds of
 ``session/update`` it tells apart (docs/protocol.md §5).
 
-What belongs here: constants alone, shared by :mod:`acp_proxy.reconstruct.updates` (which
-re-exports the public ones) and the readers that choose what a fold reads.
+What belongs here: constants (and :func:`role_of`, which reads one), shared by
+:mod:`acp_proxy.reconstruct.updates` (which re-exports the public ones) and the readers
+that choose what a fold reads.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ __all__ = [
     "TOOLS",
     "TOOL_UPDATES",
     "TREE_UPDATES",
+    "role_of",
 ]
 
 TOOLS, TERMINALS, FILES, SESSIONS = "tools", "terminals", "files", "sessions"
@@ -51,3 +53,11 @@ CHUNKS = frozenset({"agent_message_chunk", "agent_thought_chunk"})
 """The updates :meth:`~acp_proxy.reconstruct.counting.Counting.chunk_update` folds from their
 ``params.update`` alone."""
 KNOWN_ELSEWHERE = TREE_UPDATES | {"user_message_chunk", "user_message"}
+
+_AGENT_SAYS = frozenset({"agent_message_chunk", "agent_message"})
+
+
+def role_of(kind: object) -> str:
+    """Whose text a message update (a chunk or a v2 upsert) carries in a turn: ``agent``
+    for what the agent said, ``thought`` for what it thought."""
+    return "agent" if kind in _AGENT_SAYS else "thought"

@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp_proxy.reconstruct.kinds import role_of
+
 __all__ = ["Change", "Permission", "Retry", "SessionState", "Turn", "intervals_ns"]
 
 
@@ -233,8 +235,7 @@ class Turn:
             if isinstance(op, int | range):
                 for seq in range(op, op + 1) if isinstance(op, int) else op:
                     u = updates[seq]
-                    kind = u.get("sessionUpdate")
-                    role = "agent" if kind == "agent_message_chunk" else "thought"
+                    role = role_of(u.get("sessionUpdate"))
                     self.chunk(role, u.get("messageId"), u.get("content"))
             elif op[0] == _CHUNK:
                 self.chunk(*op[1:])

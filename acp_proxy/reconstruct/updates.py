@@ -33,6 +33,7 @@ from acp_proxy.reconstruct.kinds import (
     TERMINALS,
     TOOL_UPDATES,
     TOOLS,
+    role_of,
 )
 from acp_proxy.reconstruct.kinds import KNOWN_ELSEWHERE as _KNOWN_ELSEWHERE
 from acp_proxy.reconstruct.kinds import TREE_UPDATES as _TREE_UPDATES
@@ -162,13 +163,10 @@ class Fold(Counting):
         seq, t = m.seq, m.t_ns
         if kind in ("agent_message_chunk", "agent_thought_chunk"):
             if turn is not None:
-                role = "agent" if kind == "agent_message_chunk" else "thought"
-                turn.chunk(role, u.get("messageId"), u.get("content"))
+                turn.chunk(role_of(kind), u.get("messageId"), u.get("content"))
         elif kind in ("agent_message", "agent_thought"):
             if turn is not None:
-                turn.upsert(
-                    "agent" if kind == "agent_message" else "thought", u.get("messageId"), u
-                )
+                turn.upsert(role_of(kind), u.get("messageId"), u)
         elif kind == "plan":
             s.set_plan_v1(u.get("entries"), seq, t)
         elif kind == "plan_update":
