@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -140,7 +140,7 @@ class Folds:
         # per kind of fold (a view of FOLDED, or parts): the last one, and the one being
         # made — one at a time of each kind, so a live capture's refreshes, each of a new
         # frame, wait in turn rather than hold a fold each
-        self._parted: dict[Any, tuple[tuple[Any, ...], Reconstruction]] = {}
+        self._parted: dict[Any, tuple[_PartedKey, Reconstruction]] = {}
         self._folding: dict[Any, threading.Event] = {}
         # a kept parted fold is read, its turns' text read (read_text) or brought up to
         # date (a capture being recorded) by one thread at a time
@@ -238,7 +238,9 @@ class Folds:
         from acp_proxy.reconstruct.stream import FOLDED
 
         kind = name if name in FOLDED else PARTS[name]
-        key = (capture_id, capture_uid(store, capture_id), at, frames_upto(store, capture_id, at))
+        key = _PartedKey(
+            capture_id, capture_uid(store, capture_id), at, frames_upto(store, capture_id, at)
+        )
         while True:
             with self.lock:
                 held = self._parted.get(kind)
@@ -314,10 +316,21 @@ def _fold_for(store: Store, capture_id: int, name: str, at: int | None) -> Recon
     return reconstruction(OpenCapture(source), at, parts=PARTS[name], text=False)
 
 
-def _grown(held: tuple[Any, ...], key: tuple[Any, ...]) -> bool:
-    """Whether the fold kept under ``held`` is of the capture of ``key`` (its number and
-    uid) to its end (no ``at``), which has grown since."""
-    return bool(held[:3] == key[:3] and key[2] is None and held[3] < key[3])
+class _PartedKey(NamedTuple):
+    """What a parted fold is of: a capture (its number and uid), up to frame ``at`` (None:
+    to its end), when it had ``frames`` frames."""
+
+    capture_id: int
+    uid: str | None
+    at: int | None
+    frames: int
+
+
+def _grown(held: _PartedKey, key: _PartedKey) -> bool:
+    """Whether the fold kept under ``held`` is of the same capture as ``key``, to its end,
+    and the capture has grown since."""
+    same = (held.capture_id, held.uid, held.at) == (key.capture_id, key.uid, key.at)
+    return same and key.at is None and held.frames < key.frames
 
 
 def _fold_since(store: Store, capture_id: int, r: Reconstruction) -> Reconstruction:
