@@ -11,6 +11,9 @@ output read through a pipe), the median of ``--runs``:
 - ``tools``, ``terminals``, ``diffs`` and ``show --view turns|permissions``, as text and
   ``--json`` (target: text within 1.5 x its JSON; turns within 4 x a bare parse);
 - ``show --grep`` with a pattern nothing matches (target: within 4 x a bare parse);
+- ``check``, as text and as JSON, with its peak memory: the capture is a v1 and a v2
+  session in one, so nearly every frame is a finding (the text report keeps the first 20
+  of each rule, the JSON report every one);
 - ``search`` on a fresh copy of the database, nothing indexed yet (the first query);
 - the recorder's catch-up: ``--catch-up N`` frames of 200 bytes (``session/update`` message
   chunks) handed to the recorder at once, and the rate it stores them at.
@@ -113,6 +116,22 @@ def timed(db: Path, args: list[str], code: Path = ROOT) -> tuple[float, float]:
 def median(db: Path, args: list[str], runs: int, code: Path = ROOT) -> tuple[float, float]:
     done = [timed(db, args, code) for _ in range(runs)]
     return statistics.median(w for w, _ in done), statistics.median(c for _, c in done)
+
+
+def peak(db: Path, args: list[str], code: Path = ROOT) -> tuple[float, float]:
+    """(seconds to exit, peak RSS in MiB) of ``acp-proxy ARGS --db DB``, whose status may
+    be 1 (``check`` with findings)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", *PROXY, *args, "--db", str(db)],
+        cwd=code,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    took = time.perf_counter() - t0
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(args)}: {proc.stderr.decode(errors='replace')[-500:]}")
+    return took, int(proc.stderr.decode().strip().splitlines()[-1]) / 1024
 
 
 def first_search(db: Path, code: Path = ROOT) -> float:
@@ -269,6 +288,12 @@ def main() -> None:
         grep = row("show --grep (no match)", ["show", "--grep", "needle-nowhere"])
         grep_x = "  ".join(f"{w / bare:.2f}x ({c / bare_cpu:.2f}x cpu)" for w, c in grep)
         print(f"  {'':<34}/bare parse {grep_x}")
+        for label, args in (
+            ("check (text)", ["check"]),
+            ("check --format json", ["check", "--format", "json"]),
+        ):
+            got = [peak(db, args, code) for _, code in codes]
+            print(f"  {label:<34}" + "".join(f"{w:>8.2f} s {m:7.0f} MiB" for w, m in got))
         if not a.no_search:
             for rev, code in codes:
                 print(f"  first search, never indexed ({rev[:12]}): {first_search(db, code):.2f} s")
