@@ -90,13 +90,12 @@ class Follower:
             except OSError as e:  # indexed at the end instead, or by the next search
                 self.error = str(e)
 
-    def finish(self, timeout: float | None = None) -> None:
-        """Bring the index up to the last committed row, for about ``timeout`` seconds: the
-        process has half of it to index what is left; what it has not done by then (on a
-        loaded machine its lower priority leaves it little CPU) is indexed here, at the
-        recorder's own priority, in the other half."""
-        if timeout is None:
-            timeout = self._finish_s
+    def finish(self) -> None:
+        """Bring the index up to the last committed row, for about ``finish_s`` seconds
+        (given at the start): the process has half of it to index what is left; what it
+        has not done by then (on a loaded machine its lower priority leaves it little CPU)
+        is indexed here, at the recorder's own priority, in the other half."""
+        timeout = self._finish_s
         if self._proc is not None:
             proc, self._proc = self._proc, None
             _end(proc, timeout / 2)

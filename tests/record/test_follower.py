@@ -101,12 +101,12 @@ def test_what_a_starved_follower_leaves_is_indexed_by_the_recorder(
     _record(db, tmp_path, [_chunk(i) for i in range(2000)])
     for suffix in ("", "-wal", "-shm"):  # as if nothing had indexed it yet
         Path(f"{search_path(db)}{suffix}").unlink(missing_ok=True)
-    follower = Follower(db)
+    follower = Follower(db, finish_s=0.5)
     follower.committed(START_AFTER)  # the process starts
     proc = follower._proc
     assert proc is not None
     os.kill(proc.pid, signal.SIGSTOP)
-    follower.finish(timeout=0.5)
+    follower.finish()
     assert proc.poll() is not None  # ended, not left behind
     ((last,),) = db_rows(db, "SELECT MAX(id) FROM messages")
     assert _marker(db)["frames"] == last
