@@ -158,7 +158,6 @@ def test_the_reported_surrogate_frame_does_not_lose_the_capture(tmp_path: Path) 
         b'"protocolVersion":18446744073709551615}}\n'
     )
     result = run_proxy(db, ["cat"], lines)
-    wait_recorded(db)
     assert result.returncode == 0 and result.stdout == lines and result.stderr == b""
     rows = db_rows(db, "SELECT session_id, anomalies FROM messages WHERE seq = 1")
     assert rows == [("\\udfff", "lone_surrogate,escaped_text")]
